@@ -1,0 +1,63 @@
+"""shlo-remove-dynamism: refine a shape-polymorphic program into a fully static one.
+
+A pipeline after the dynamism seed and StableHLO's remove-dynamism pipeline:
+refine the arguments of @main to ``types``, check JAX shape assertions,
+propagate shapes, replace dynamic ops by static ones, inline JAX's wrapper
+functions, fold what is left and verify that nothing dynamic remains. Without
+``types`` the argument types are kept and only their consequences refined.
+
+  func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+    %cst = stablehlo.constant dense<1.0> : tensor<f32>
+    %0 = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?xf32>) -> tensor<i32>
+    %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+    %2 = stablehlo.dynamic_broadcast_in_dim %cst, %1, dims = [] : (tensor<f32>, tensor<1xi32>) -> tensor<?xf32>
+    %3 = stablehlo.add %arg0, %2 : tensor<?xf32>
+    return %3 : tensor<?xf32>
+  }
+  ==> shlo-remove-dynamism{types=tensor<16xf32>}
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<16xf32> {
+    %cst = stablehlo.constant dense<1.000000e+00> : tensor<16xf32>
+    %0 = stablehlo.add %arg0, %cst : tensor<16xf32>
+    return %0 : tensor<16xf32>
+  }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo.pass_framework import PassPipeline
+
+
+@dataclass(frozen=True)
+class RemoveDynamismPass(PassPipeline):
+    """Refine a shape-polymorphic program into a fully static one."""
+
+    argument: ClassVar[str] = "shlo-remove-dynamism"
+    types: tuple[str, ...] = ()
+
+    def elements(self) -> list[str]:
+        steps = []
+        if self.types:
+            # Replace @main's argument types; shapes are not propagated yet.
+            steps.append("stablehlo-refine-arguments{types=" + ",".join(self.types) + "}")
+        steps += [
+            # Fail early, with JAX's message, on inputs that break the export's assumptions.
+            "shlo-check-shape-assertions",
+            # Propagate static shapes through the program and into callees.
+            "stablehlo-refine-shapes",
+            # dynamic_* ops with constant shape operands become their static forms.
+            "func.func(stablehlo-canonicalize-dynamism)",
+            # Assertions whose operands only became constant during propagation.
+            "shlo-check-shape-assertions",
+            # JAX exports call @_wrapped_jax_export_main; make it one function.
+            "inline",
+            "symbol-dce",
+            # Fold the constant broadcasts and shape arithmetic refinement leaves.
+            "shlo-simplify",
+            "cse",
+            # Name the first value that is still dynamic, if any.
+            "shlo-verify-static",
+        ]
+        return steps

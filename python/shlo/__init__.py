@@ -1,0 +1,20 @@
+"""shlo: refine, legalize and compile StableHLO programs with MLIR from Python."""
+
+from __future__ import annotations
+
+from shlo._mlir_compat import ir, new_context
+from shlo.diagnostics import Diagnostic, ShloError
+from shlo.io import load_module
+from shlo.pipeline import PipelineError, run_pipeline
+from shlo.refine import refine
+
+__all__ = [
+    "Diagnostic",
+    "PipelineError",
+    "ShloError",
+    "ir",
+    "load_module",
+    "new_context",
+    "refine",
+    "run_pipeline",
+]

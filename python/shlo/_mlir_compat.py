@@ -1,0 +1,72 @@
+"""The only module that imports the MLIR distribution.
+
+The distribution is the PyPI wheel torch-mlir==20261001, used purely as a
+packaging of the upstream MLIR Python bindings, the StableHLO dialect and its
+passes. Switching to another distribution means changing this file alone.
+
+Binding behaviour relied on (checked against that wheel):
+- importing ``torch_mlir.ir`` registers every upstream dialect and pass;
+- StableHLO passes go into the global registry once, via
+  ``register_stablehlo_passes``;
+- the CHLO dialect is registered but not loadable by name: it is loaded as a
+  dependent dialect of a pass that runs, so ``new_context`` runs one.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from torch_mlir import ir, passmanager, rewrite
+from torch_mlir._mlir_libs import _stablehlo
+
+__all__ = [
+    "current_version",
+    "deserialize_portable_artifact",
+    "ir",
+    "minimum_version",
+    "new_context",
+    "passmanager",
+    "rewrite",
+    "serialize_portable_artifact",
+]
+
+# A pass that lists chlo as a dependent dialect, run on a module holding one
+# function so that the pass manager really schedules it.
+_LOAD_CHLO_PIPELINE = "builtin.module(stablehlo-compatibility-expander,stablehlo-legalize-to-vhlo)"
+
+
+@functools.cache
+def _register_passes() -> None:
+    _stablehlo.register_stablehlo_passes()
+
+
+def new_context() -> ir.Context:
+    """A context with the StableHLO, CHLO and VHLO dialects loaded and all passes registered."""
+    _register_passes()
+    context = ir.Context()
+    _stablehlo.register_dialect(context)
+    # Printing IR between passes requires single-threaded execution, and
+    # Python passes are not reentrant.
+    context.enable_multithreading(False)
+    with context, ir.Location.unknown():
+        seed = ir.Module.parse("func.func private @load_dependent_dialects()")
+        passmanager.PassManager.parse(_LOAD_CHLO_PIPELINE).run(seed.operation)
+    return context
+
+
+def serialize_portable_artifact(module: ir.Module, target_version: str) -> bytes:
+    """StableHLO portable artifact (VHLO bytecode) of ``module`` for ``target_version``."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    return _stablehlo.serialize_portable_artifact_str(text, target_version)
+
+
+def deserialize_portable_artifact(context: ir.Context, data: bytes) -> ir.Module:
+    return _stablehlo.deserialize_portable_artifact(context, data)
+
+
+def current_version() -> str:
+    return _stablehlo.get_current_version()
+
+
+def minimum_version() -> str:
+    return _stablehlo.get_minimum_version()

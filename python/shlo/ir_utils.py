@@ -1,0 +1,116 @@
+"""Small helpers over the bindings: walking, constants and types.
+
+The pinned wheel ships no Python op classes for stablehlo, so ops are matched
+by name and built with ``ir.Operation.create``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from shlo._mlir_compat import ir
+
+# Element types whose constants numpy can hold exactly.
+_NUMPY_DTYPES = {
+    "i1": np.bool_,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "ui8": np.uint8,
+    "ui16": np.uint16,
+    "ui32": np.uint32,
+    "ui64": np.uint64,
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+}
+
+
+def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
+    """Operations under ``root`` (pre-order) with one of ``names``, or all when none given.
+
+    Collected into a list first so callers may mutate the IR while iterating.
+    """
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if not names or op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def numpy_dtype(element_type: ir.Type) -> type[np.generic] | None:
+    return _NUMPY_DTYPES.get(str(element_type))
+
+
+def constant_array(value: ir.Value) -> np.ndarray | None:
+    """The value of ``value`` when a stablehlo.constant of a numpy-representable type defines it."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.constant":
+        return None
+    tensor_type = ir.RankedTensorType(value.type)
+    dtype = numpy_dtype(tensor_type.element_type)
+    if dtype is None:
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"]).maybe_downcast()
+    return np.asarray(np.array(attr), dtype=dtype).reshape(tensor_type.shape)
+
+
+def create_constant(
+    array: np.ndarray, result_type: ir.RankedTensorType, loc: ir.Location
+) -> ir.Operation:
+    """A stablehlo.constant of ``result_type`` holding ``array``, at the current insertion point."""
+    dtype = numpy_dtype(result_type.element_type)
+    assert dtype is not None, f"no numpy dtype for {result_type.element_type}"
+    data = np.ascontiguousarray(np.asarray(array).astype(dtype).reshape(result_type.shape))
+    with loc:
+        if data.size and np.all(data == data.flat[0]):
+            # Splats print compactly and are what upstream folders produce.
+            value = ir.DenseElementsAttr.get_splat(
+                result_type, scalar_attr(data.flat[0], result_type.element_type)
+            )
+        else:
+            value = ir.DenseElementsAttr.get(data, type=result_type)
+        return ir.Operation.create(
+            "stablehlo.constant", results=[result_type], attributes={"value": value}
+        )
+
+
+def scalar_attr(scalar: np.generic, element_type: ir.Type) -> ir.Attribute:
+    if isinstance(element_type, ir.FloatType) or str(element_type).startswith("f"):
+        return ir.FloatAttr.get(element_type, float(scalar))
+    return ir.IntegerAttr.get(element_type, int(scalar))
+
+
+def as_ranked(type_: ir.Type) -> ir.RankedTensorType | None:
+    try:
+        return ir.RankedTensorType(type_)
+    except ValueError:
+        return None
+
+
+def ranked_type(value: ir.Value) -> ir.RankedTensorType | None:
+    return as_ranked(value.type)
+
+
+def is_static(type_: ir.Type) -> bool:
+    """False for tensors with dynamic dimensions and for unranked tensors."""
+    try:
+        return ir.ShapedType(type_).has_static_shape
+    except ValueError:
+        return True
+
+
+def format_location(location: ir.Location) -> str:
+    """``file:line:col`` of the innermost file location in ``location``, or ``str(location)``."""
+    text = str(location)
+    match = re.search(r'"([^"]*)":(\d+):(\d+)', text)
+    if match:
+        return f"{match.group(1)}:{match.group(2)}:{match.group(3)}"
+    return text

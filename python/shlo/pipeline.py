@@ -1,0 +1,157 @@
+"""Pass pipelines that mix shlo's Python passes with upstream C++ passes.
+
+``PassManager.parse`` cannot see Python passes, so pipeline strings are parsed
+here: ``builtin.module(...)`` is split at top-level commas and each element is
+added in order. shlo names get a pass instance (pipelines are expanded in
+place); everything else goes to MLIR as text.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import functools
+import importlib.resources
+from dataclasses import dataclass
+
+from shlo._mlir_compat import ir, passmanager
+from shlo.diagnostics import ShloError, collect_diagnostics
+from shlo.pass_framework import OptionError, Pass, PassPipeline, split_top_level
+from shlo.passes import PASSES
+
+
+class PipelineError(ValueError):
+    """A pipeline that names an unknown pass or has bad options."""
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    name: str
+    anchor: str  # "" when the pass runs on any op
+    group: str  # "shlo", "stablehlo" or "mlir"
+    summary: str
+
+
+@functools.cache
+def registered_passes() -> dict[str, PassInfo]:
+    """Every pass shlo-opt can run: upstream MLIR, StableHLO and shlo's own."""
+    table = importlib.resources.files("shlo") / "data" / "upstream_passes.tsv"
+    passes: dict[str, PassInfo] = {}
+    with table.open(encoding="utf-8") as rows:
+        for row in csv.DictReader(rows, delimiter="\t"):
+            passes[row["name"]] = PassInfo(row["name"], row["anchor"], row["group"], row["summary"])
+    for name, pass_cls in PASSES.items():
+        passes[name] = PassInfo(name, "", "shlo", pass_cls.summary())
+    return passes
+
+
+def closest_names(name: str) -> list[str]:
+    return difflib.get_close_matches(name, list(registered_passes()), n=3, cutoff=0.6)
+
+
+def unknown_pass_message(name: str) -> str:
+    suggestions = closest_names(name)
+    hint = f"; did you mean {', '.join(suggestions)}?" if suggestions else ""
+    return f"unknown pass '{name}'{hint}"
+
+
+def strip_anchor(pipeline: str, anchor: str = "builtin.module") -> str:
+    text = pipeline.strip()
+    if text.startswith(anchor + "(") and text.endswith(")"):
+        return text[len(anchor) + 1 : -1]
+    return text
+
+
+def element_name(element: str) -> str:
+    for index, char in enumerate(element):
+        if char in "{(":
+            return element[:index].strip()
+    return element.strip()
+
+
+def _options_of(element: str) -> str:
+    start = element.find("{")
+    return element[start:] if start >= 0 else ""
+
+
+def make_pass(name: str, options: str = "") -> Pass:
+    try:
+        return PASSES[name].from_options(options)
+    except OptionError as error:
+        raise PipelineError(str(error)) from None
+    except TypeError as error:
+        raise PipelineError(f"bad options for '{name}': {error}") from None
+
+
+def expand(elements: list[str]) -> list[str | Pass]:
+    """Pipeline elements with shlo passes instantiated and shlo pipelines expanded."""
+    expanded: list[str | Pass] = []
+    for element in elements:
+        name = element_name(element)
+        if name in PASSES:
+            instance = make_pass(name, _options_of(element))
+            if isinstance(instance, PassPipeline):
+                expanded += expand(instance.elements())
+            else:
+                expanded.append(instance)
+            continue
+        inner = element[len(name) :].strip()
+        if inner.startswith("(") and any(
+            element_name(nested) in PASSES for nested in split_top_level(inner[1:-1])
+        ):
+            raise PipelineError(
+                f"shlo passes run on builtin.module; move them out of '{name}(...)'"
+            )
+        expanded.append(element)
+    return expanded
+
+
+def pipeline_elements(pipeline: str) -> list[str]:
+    return split_top_level(strip_anchor(pipeline))
+
+
+def add_elements(pm: passmanager.PassManager, elements: list[str]) -> None:
+    for item in expand(elements):
+        if isinstance(item, Pass):
+            item.add_to(pm)
+            continue
+        try:
+            pm.add(item)
+        except ValueError as error:
+            message = str(error)
+            if "does not refer to a registered pass" in message:
+                raise PipelineError(unknown_pass_message(element_name(item))) from None
+            raise PipelineError(message.splitlines()[0]) from None
+
+
+def build_pass_manager(pipeline: str | list[str], context: ir.Context) -> passmanager.PassManager:
+    """A pass manager on builtin.module for a pipeline string or a list of elements."""
+    elements = pipeline_elements(pipeline) if isinstance(pipeline, str) else pipeline
+    with context:
+        pm = passmanager.PassManager("builtin.module")
+        add_elements(pm, elements)
+    return pm
+
+
+def flag_element(name: str, options: str | None) -> str:
+    """The pipeline element for a ``--name[=options]`` flag, nested under the pass's anchor."""
+    info = registered_passes().get(name)
+    if info is None:
+        raise PipelineError(unknown_pass_message(name))
+    element = name + ("{" + options + "}" if options else "")
+    if info.anchor and info.anchor != "builtin.module":
+        element = f"{info.anchor}({element})"
+    return element
+
+
+def run_pipeline(module: ir.Module, pipeline: str | list[str], filename: str = "<module>") -> None:
+    """Run ``pipeline`` on ``module`` in place; ShloError carries the diagnostics on failure."""
+    context = module.context
+    pm = build_pass_manager(pipeline, context)
+    with collect_diagnostics(context, filename) as collector:
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as error:
+            collector.add_error(error)
+            errors = [d for d in collector.diagnostics if d.severity == "error"]
+            raise ShloError(errors[0].message if errors else str(error), collector.diagnostics) from None

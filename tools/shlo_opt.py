@@ -1,0 +1,312 @@
+"""shlo-opt: an mlir-opt-style driver over upstream MLIR, StableHLO and shlo passes.
+
+Flags copy mlir-opt's spelling. Passes come from ``--pass-pipeline`` or from
+``--<pass-name>[=options]`` flags, in the order given; shlo's Python passes and
+upstream C++ passes mix freely. Errors print as ``file:line:col: error: ...``
+and exit 1, without a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from shlo._mlir_compat import current_version, ir, new_context
+from shlo.diagnostics import (
+    Diagnostic,
+    ShloError,
+    collect_diagnostics,
+    parse_expectations,
+    verify,
+)
+from shlo.io import (
+    BYTECODE_MAGIC,
+    module_to_bytecode,
+    module_to_portable_artifact,
+    parse_module,
+)
+from shlo.pipeline import (
+    PipelineError,
+    build_pass_manager,
+    flag_element,
+    pipeline_elements,
+    registered_passes,
+)
+
+DEFAULT_SPLIT_MARKER = "// -----"
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="shlo-opt",
+        description="Run MLIR, StableHLO and shlo passes over a StableHLO module. "
+        "Passes are given with --pass-pipeline='builtin.module(...)' or as "
+        "--<pass-name>[=options] flags, in order.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("input", nargs="?", default="-", help="input file; '-' for stdin")
+    parser.add_argument("-o", dest="output", default="-", help="output file; '-' for stdout")
+    parser.add_argument("--pass-pipeline", help="textual pipeline: 'builtin.module(a,b{opt=1})'")
+    parser.add_argument("--emit-bytecode", action="store_true", help="write MLIR bytecode")
+    parser.add_argument(
+        "--emit-portable-artifact",
+        action="store_true",
+        help="write a StableHLO portable artifact (VHLO bytecode)",
+    )
+    parser.add_argument(
+        "--target-version",
+        default=None,
+        help="StableHLO version of the portable artifact, X.Y.Z (default: current)",
+    )
+    parser.add_argument(
+        "--split-input-file",
+        nargs="?",
+        const=DEFAULT_SPLIT_MARKER,
+        default=None,
+        metavar="MARKER",
+        help=f"process each chunk between '{DEFAULT_SPLIT_MARKER}' lines separately",
+    )
+    parser.add_argument(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check emitted diagnostics against expected-error@+N {{...}} comments",
+    )
+    parser.add_argument("--mlir-print-ir-before-all", action="store_true")
+    parser.add_argument("--mlir-print-ir-after-all", action="store_true")
+    parser.add_argument("--mlir-print-ir-after-failure", action="store_true")
+    parser.add_argument("--mlir-print-debuginfo", action="store_true")
+    parser.add_argument("--mlir-timing", action="store_true", help="report the time of each pass")
+    parser.add_argument(
+        "--mlir-disable-threading",
+        action="store_true",
+        help="accepted for compatibility; shlo always runs single-threaded",
+    )
+    parser.add_argument("--list-passes", action="store_true", help="list every pass and exit")
+    parser.add_argument(
+        "--repro-dir",
+        default=os.environ.get("SHLO_REPRO_DIR"),
+        help="on failure, save the input here and print a reproducer (env: SHLO_REPRO_DIR)",
+    )
+    return parser
+
+
+def pass_flags(unknown: list[str]) -> list[str]:
+    """Pipeline elements for the ``--<pass>[=options]`` flags argparse did not know."""
+    elements = []
+    for flag in unknown:
+        if not flag.startswith("--"):
+            raise PipelineError(f"unexpected argument '{flag}'")
+        name, has_options, options = flag[2:].partition("=")
+        elements.append(flag_element(name, options if has_options else None))
+    return elements
+
+
+def list_passes() -> str:
+    titles = {"shlo": "shlo passes", "stablehlo": "StableHLO passes", "mlir": "MLIR passes"}
+    lines = []
+    passes = registered_passes()
+    for group, title in titles.items():
+        lines.append(f"{title}:")
+        for info in sorted(
+            (p for p in passes.values() if p.group == group), key=lambda p: p.name
+        ):
+            lines.append(f"  --{info.name:<48} {info.summary}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def split_chunks(text: str, marker: str | None) -> list[tuple[int, str]]:
+    """(first line number, chunk text) pairs; chunks keep their line numbers in the file."""
+    if marker is None:
+        return [(1, text)]
+    chunks: list[tuple[int, str]] = []
+    start = 1
+    current: list[str] = []
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if line.strip() == marker:
+            chunks.append((start, "".join(current)))
+            start, current = number + 1, []
+        else:
+            current.append(line)
+    chunks.append((start, "".join(current)))
+    return chunks
+
+
+class ChunkFailed(Exception):
+    def __init__(self, diagnostics: list[Diagnostic], summary: str = "") -> None:
+        super().__init__(summary)
+        self.diagnostics = diagnostics
+
+
+def process_chunk(
+    data: bytes | str,
+    filename: str,
+    args: argparse.Namespace,
+    elements: list[str],
+    context: ir.Context,
+) -> ir.Module:
+    """Parse one chunk and run the pipeline on it; ChunkFailed carries every diagnostic."""
+    with collect_diagnostics(context, filename) as collector:
+        try:
+            if isinstance(data, str):
+                module = ir.Module.parse(data, context)
+            else:
+                module = parse_module(data, context, filename)
+        except ir.MLIRError as error:
+            collector.add_error(error)
+            raise ChunkFailed(collector.diagnostics) from None
+        except ShloError as error:
+            raise ChunkFailed(collector.diagnostics + error.diagnostics, error.summary) from None
+        if not elements:
+            return module
+        pm = build_pass_manager(elements, context)
+        if args.mlir_print_ir_before_all or args.mlir_print_ir_after_all or args.mlir_print_ir_after_failure:
+            pm.enable_ir_printing(
+                print_before_all=args.mlir_print_ir_before_all,
+                print_after_all=args.mlir_print_ir_after_all or args.mlir_print_ir_after_failure,
+                print_after_failure=args.mlir_print_ir_after_failure,
+                enable_debug_info=args.mlir_print_debuginfo,
+            )
+        if args.mlir_timing:
+            pm.enable_timing()
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as error:
+            collector.add_error(error)
+            raise ChunkFailed(collector.diagnostics) from None
+        finally:
+            # The timing report is printed when the pass manager goes away.
+            del pm
+        if collector.diagnostics and not args.verify_diagnostics:
+            # Warnings and remarks of a successful run still reach the user.
+            for diagnostic in collector.diagnostics:
+                print(diagnostic, file=sys.stderr)
+        if args.verify_diagnostics and collector.diagnostics:
+            raise ChunkFailed(collector.diagnostics)
+    return module
+
+
+def write_reproducer(repro_dir: str, data: bytes | str, elements: list[str], index: int) -> str:
+    directory = Path(repro_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"shlo-repro-{os.getpid()}-{index}.mlir"
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    pipeline = "builtin.module(" + ",".join(elements) + ")"
+    return f"reproduce with: shlo-opt {path} --pass-pipeline='{pipeline}'"
+
+
+def render(module: ir.Module, args: argparse.Namespace) -> bytes:
+    if args.emit_portable_artifact:
+        return module_to_portable_artifact(module, args.target_version or current_version())
+    if args.emit_bytecode:
+        return module_to_bytecode(module)
+    return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo).encode()
+
+
+def read_input(path: str) -> tuple[bytes, str]:
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    return Path(path).read_bytes(), path
+
+
+def run(argv: list[str]) -> int:
+    parser = make_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if args.list_passes:
+        print(list_passes())
+        return 0
+    try:
+        elements = pipeline_elements(args.pass_pipeline) if args.pass_pipeline else []
+        elements += pass_flags(unknown)
+    except PipelineError as error:
+        print(f"shlo-opt: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        raw, filename = read_input(args.input)
+    except OSError as error:
+        print(f"shlo-opt: error: cannot read {args.input}: {error.strerror}", file=sys.stderr)
+        return 1
+
+    context = new_context()
+    if raw.startswith(BYTECODE_MAGIC):
+        if args.split_input_file or args.verify_diagnostics:
+            print("shlo-opt: error: --split-input-file and --verify-diagnostics need text input", file=sys.stderr)
+            return 1
+        chunks: list[tuple[int, bytes | str]] = [(1, raw)]
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            print(f"{filename}: error: input is neither UTF-8 text nor MLIR bytecode", file=sys.stderr)
+            return 1
+        # Leading newlines keep each chunk's diagnostics on the file's own line numbers.
+        chunks = [(first, "\n" * (first - 1) + chunk) for first, chunk in split_chunks(text, args.split_input_file)]
+
+    outputs: list[bytes] = []
+    failed = False
+    for index, (first_line, data) in enumerate(chunks):
+        try:
+            module = process_chunk(data, filename, args, elements, context)
+            outputs.append(render(module, args))
+        except ChunkFailed as failure:
+            diagnostics = failure.diagnostics
+            if args.verify_diagnostics:
+                expectations = parse_expectations(str(data))
+                problems = verify(diagnostics, expectations, filename)
+                for problem in problems:
+                    print(problem, file=sys.stderr)
+                failed |= bool(problems)
+                continue
+            for diagnostic in diagnostics:
+                print(diagnostic, file=sys.stderr)
+            if not diagnostics:
+                print(f"{filename}: error: {failure}", file=sys.stderr)
+            if args.repro_dir:
+                print(write_reproducer(args.repro_dir, data, elements, index), file=sys.stderr)
+            failed = True
+        except (PipelineError, ShloError) as error:
+            print(f"shlo-opt: error: {error}", file=sys.stderr)
+            return 2 if isinstance(error, PipelineError) else 1
+        else:
+            if args.verify_diagnostics:
+                problems = verify([], parse_expectations(str(data)), filename)
+                for problem in problems:
+                    print(problem, file=sys.stderr)
+                failed |= bool(problems)
+
+    if args.emit_bytecode or args.emit_portable_artifact:
+        payload = b"".join(outputs)
+    else:
+        separator = ("\n" + (args.split_input_file or DEFAULT_SPLIT_MARKER) + "\n").encode()
+        payload = separator.join(output.rstrip(b"\n") + b"\n" for output in outputs)
+    if args.output == "-":
+        sys.stdout.buffer.write(payload)
+        sys.stdout.flush()
+    else:
+        Path(args.output).write_bytes(payload)
+    return 1 if failed else 0
+
+
+def main() -> None:
+    try:
+        code = run(sys.argv[1:])
+    except KeyboardInterrupt:
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except Exception as error:  # noqa: BLE001 - the CLI never shows a traceback
+        if os.environ.get("SHLO_DEBUG"):
+            raise
+        print(
+            f"shlo-opt: internal error: {type(error).__name__}: {error} "
+            "(set SHLO_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        code = 3
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
