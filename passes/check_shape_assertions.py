@@ -56,11 +56,15 @@ class CheckShapeAssertionsPass(Pass):
     argument: ClassVar[str] = "shlo-check-shape-assertions"
 
     def run(self, module: ir.Operation) -> None:
-        assertions = [op for op in ops_named(module, "stablehlo.custom_call") if is_shape_assertion(op)]
+        assertions = [
+            op for op in ops_named(module, "stablehlo.custom_call") if is_shape_assertion(op)
+        ]
         if not assertions:
             return
         fold_constants(module)
-        for op in [op for op in ops_named(module, "stablehlo.custom_call") if is_shape_assertion(op)]:
+        for op in [
+            op for op in ops_named(module, "stablehlo.custom_call") if is_shape_assertion(op)
+        ]:
             holds = constant_array(op.operands[0])
             if holds is None:
                 continue

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from shlo._mlir_compat import current_version, ir, new_context
+from shlo._mlir_compat import current_version, ir, new_context, passmanager
 from shlo.diagnostics import (
     Diagnostic,
     ShloError,
@@ -109,9 +110,7 @@ def list_passes() -> str:
     passes = registered_passes()
     for group, title in titles.items():
         lines.append(f"{title}:")
-        for info in sorted(
-            (p for p in passes.values() if p.group == group), key=lambda p: p.name
-        ):
+        for info in sorted((p for p in passes.values() if p.group == group), key=lambda p: p.name):
             lines.append(f"  --{info.name:<48} {info.summary}")
         lines.append("")
     return "\n".join(lines)
@@ -140,51 +139,51 @@ class ChunkFailed(Exception):
         self.diagnostics = diagnostics
 
 
+def configure(pm: passmanager.PassManager, args: argparse.Namespace) -> None:
+    """Map the IR printing and timing flags onto pass manager calls."""
+    if (
+        args.mlir_print_ir_before_all
+        or args.mlir_print_ir_after_all
+        or args.mlir_print_ir_after_failure
+    ):
+        pm.enable_ir_printing(
+            print_before_all=args.mlir_print_ir_before_all,
+            print_after_all=args.mlir_print_ir_after_all or args.mlir_print_ir_after_failure,
+            print_after_failure=args.mlir_print_ir_after_failure,
+            enable_debug_info=args.mlir_print_debuginfo,
+        )
+    if args.mlir_timing:
+        pm.enable_timing()
+
+
+def parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Module:
+    if chunk.path is not None:
+        # parseFile keeps the real file name in every location.
+        return ir.Module.parseFile(chunk.path, context)
+    if isinstance(chunk.data, str):
+        return ir.Module.parse(chunk.data, context)
+    return parse_module(chunk.data, context, chunk.filename)
+
+
 def process_chunk(
-    data: bytes | str,
-    filename: str,
-    args: argparse.Namespace,
-    elements: list[str],
-    context: ir.Context,
+    chunk: Chunk, pm: passmanager.PassManager | None, context: ir.Context, verifying: bool
 ) -> ir.Module:
     """Parse one chunk and run the pipeline on it; ChunkFailed carries every diagnostic."""
-    with collect_diagnostics(context, filename) as collector:
+    with collect_diagnostics(context, chunk.filename) as collector:
         try:
-            if isinstance(data, str):
-                module = ir.Module.parse(data, context)
-            else:
-                module = parse_module(data, context, filename)
+            module = parse_chunk(chunk, context)
+            if pm is not None:
+                pm.run(module.operation)
         except ir.MLIRError as error:
             collector.add_error(error)
             raise ChunkFailed(collector.diagnostics) from None
         except ShloError as error:
             raise ChunkFailed(collector.diagnostics + error.diagnostics, error.summary) from None
-        if not elements:
-            return module
-        pm = build_pass_manager(elements, context)
-        if args.mlir_print_ir_before_all or args.mlir_print_ir_after_all or args.mlir_print_ir_after_failure:
-            pm.enable_ir_printing(
-                print_before_all=args.mlir_print_ir_before_all,
-                print_after_all=args.mlir_print_ir_after_all or args.mlir_print_ir_after_failure,
-                print_after_failure=args.mlir_print_ir_after_failure,
-                enable_debug_info=args.mlir_print_debuginfo,
-            )
-        if args.mlir_timing:
-            pm.enable_timing()
-        try:
-            pm.run(module.operation)
-        except ir.MLIRError as error:
-            collector.add_error(error)
-            raise ChunkFailed(collector.diagnostics) from None
-        finally:
-            # The timing report is printed when the pass manager goes away.
-            del pm
-        if collector.diagnostics and not args.verify_diagnostics:
-            # Warnings and remarks of a successful run still reach the user.
-            for diagnostic in collector.diagnostics:
-                print(diagnostic, file=sys.stderr)
-        if args.verify_diagnostics and collector.diagnostics:
-            raise ChunkFailed(collector.diagnostics)
+    if verifying and collector.diagnostics:
+        raise ChunkFailed(collector.diagnostics)
+    # Warnings and remarks of a successful run still reach the user.
+    for diagnostic in collector.diagnostics:
+        print(diagnostic, file=sys.stderr)
     return module
 
 
@@ -205,76 +204,100 @@ def render(module: ir.Module, args: argparse.Namespace) -> bytes:
     return module.operation.get_asm(enable_debug_info=args.mlir_print_debuginfo).encode()
 
 
-def read_input(path: str) -> tuple[bytes, str]:
-    if path == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
-    return Path(path).read_bytes(), path
+@dataclass(frozen=True)
+class Chunk:
+    filename: str
+    data: bytes | str
+    path: str | None = None  # set when the chunk is a whole text file
+
+
+def read_chunks(args: argparse.Namespace) -> list[Chunk]:
+    """The input, split at --split-input-file markers; ShloError when unreadable."""
+    if args.input == "-":
+        raw, filename = sys.stdin.buffer.read(), "<stdin>"
+    else:
+        try:
+            raw, filename = Path(args.input).read_bytes(), args.input
+        except OSError as error:
+            raise ShloError(f"cannot read {args.input}: {error.strerror}") from None
+    if raw.startswith(BYTECODE_MAGIC):
+        if args.split_input_file or args.verify_diagnostics:
+            raise ShloError("--split-input-file and --verify-diagnostics need text input")
+        return [Chunk(filename, raw)]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ShloError(f"{filename} is neither UTF-8 text nor MLIR bytecode") from None
+    if args.split_input_file is None and args.input != "-":
+        return [Chunk(filename, text, path=args.input)]
+    # Leading newlines keep each chunk's diagnostics on the file's own line numbers.
+    return [
+        Chunk(filename, "\n" * (first - 1) + chunk)
+        for first, chunk in split_chunks(text, args.split_input_file)
+    ]
+
+
+def report_failure(
+    failure: ChunkFailed, chunk: Chunk, args: argparse.Namespace, elements: list[str], index: int
+) -> None:
+    for diagnostic in failure.diagnostics:
+        print(diagnostic, file=sys.stderr)
+    if not failure.diagnostics:
+        print(f"{chunk.filename}: error: {failure}", file=sys.stderr)
+    if args.repro_dir:
+        print(write_reproducer(args.repro_dir, chunk.data, elements, index), file=sys.stderr)
+
+
+def check_expectations(chunk: Chunk, diagnostics: list[Diagnostic]) -> bool:
+    """Print --verify-diagnostics problems; True when there were none."""
+    text = chunk.data if isinstance(chunk.data, str) else ""
+    problems = verify(diagnostics, parse_expectations(text), chunk.filename)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return not problems
 
 
 def run(argv: list[str]) -> int:
-    parser = make_parser()
-    args, unknown = parser.parse_known_args(argv)
+    args, unknown = make_parser().parse_known_args(argv)
     if args.list_passes:
         print(list_passes())
         return 0
+    context = new_context()
     try:
         elements = pipeline_elements(args.pass_pipeline) if args.pass_pipeline else []
         elements += pass_flags(unknown)
+        # Built before reading the input, so a bad pipeline is reported first.
+        pm = build_pass_manager(elements, context) if elements else None
     except PipelineError as error:
         print(f"shlo-opt: error: {error}", file=sys.stderr)
         return 2
+    if pm is not None:
+        configure(pm, args)
     try:
-        raw, filename = read_input(args.input)
-    except OSError as error:
-        print(f"shlo-opt: error: cannot read {args.input}: {error.strerror}", file=sys.stderr)
+        chunks = read_chunks(args)
+    except ShloError as error:
+        print(f"shlo-opt: error: {error}", file=sys.stderr)
         return 1
 
-    context = new_context()
-    if raw.startswith(BYTECODE_MAGIC):
-        if args.split_input_file or args.verify_diagnostics:
-            print("shlo-opt: error: --split-input-file and --verify-diagnostics need text input", file=sys.stderr)
-            return 1
-        chunks: list[tuple[int, bytes | str]] = [(1, raw)]
-    else:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            print(f"{filename}: error: input is neither UTF-8 text nor MLIR bytecode", file=sys.stderr)
-            return 1
-        # Leading newlines keep each chunk's diagnostics on the file's own line numbers.
-        chunks = [(first, "\n" * (first - 1) + chunk) for first, chunk in split_chunks(text, args.split_input_file)]
-
     outputs: list[bytes] = []
-    failed = False
-    for index, (first_line, data) in enumerate(chunks):
+    ok = True
+    for index, chunk in enumerate(chunks):
         try:
-            module = process_chunk(data, filename, args, elements, context)
+            module = process_chunk(chunk, pm, context, args.verify_diagnostics)
+            if args.verify_diagnostics:
+                ok &= check_expectations(chunk, [])
             outputs.append(render(module, args))
         except ChunkFailed as failure:
-            diagnostics = failure.diagnostics
             if args.verify_diagnostics:
-                expectations = parse_expectations(str(data))
-                problems = verify(diagnostics, expectations, filename)
-                for problem in problems:
-                    print(problem, file=sys.stderr)
-                failed |= bool(problems)
-                continue
-            for diagnostic in diagnostics:
-                print(diagnostic, file=sys.stderr)
-            if not diagnostics:
-                print(f"{filename}: error: {failure}", file=sys.stderr)
-            if args.repro_dir:
-                print(write_reproducer(args.repro_dir, data, elements, index), file=sys.stderr)
-            failed = True
-        except (PipelineError, ShloError) as error:
+                ok &= check_expectations(chunk, failure.diagnostics)
+            else:
+                report_failure(failure, chunk, args, elements, index)
+                ok = False
+        except ShloError as error:
             print(f"shlo-opt: error: {error}", file=sys.stderr)
-            return 2 if isinstance(error, PipelineError) else 1
-        else:
-            if args.verify_diagnostics:
-                problems = verify([], parse_expectations(str(data)), filename)
-                for problem in problems:
-                    print(problem, file=sys.stderr)
-                failed |= bool(problems)
+            return 1
+    # The timing report is printed when the pass manager goes away.
+    del pm
 
     if args.emit_bytecode or args.emit_portable_artifact:
         payload = b"".join(outputs)
@@ -286,7 +309,7 @@ def run(argv: list[str]) -> int:
         sys.stdout.flush()
     else:
         Path(args.output).write_bytes(payload)
-    return 1 if failed else 0
+    return 0 if ok else 1
 
 
 def main() -> None:
@@ -296,7 +319,7 @@ def main() -> None:
         code = 130
     except BrokenPipeError:
         code = 0
-    except Exception as error:  # noqa: BLE001 - the CLI never shows a traceback
+    except Exception as error:  # the CLI never shows a traceback
         if os.environ.get("SHLO_DEBUG"):
             raise
         print(

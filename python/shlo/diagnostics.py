@@ -119,7 +119,9 @@ class Expectation:
 def _expected_pattern(text: str) -> re.Pattern[str]:
     """MLIR's syntax: the text matches as a substring, except ``{{regex}}`` parts."""
     parts = re.split(r"\{\{(.*?)\}\}", text)
-    regex = "".join(re.escape(part) if index % 2 == 0 else f"(?:{part})" for index, part in enumerate(parts))
+    regex = "".join(
+        re.escape(part) if index % 2 == 0 else f"(?:{part})" for index, part in enumerate(parts)
+    )
     return re.compile(regex)
 
 
@@ -138,7 +140,9 @@ def parse_expectations(source: str, first_line: int = 1) -> list[Expectation]:
     return expectations
 
 
-def verify(diagnostics: list[Diagnostic], expectations: list[Expectation], filename: str) -> list[str]:
+def verify(
+    diagnostics: list[Diagnostic], expectations: list[Expectation], filename: str
+) -> list[str]:
     """Problems found: diagnostics nobody expected, and expectations never met."""
     problems = []
     flat: list[Diagnostic] = []
@@ -157,7 +161,10 @@ def verify(diagnostics: list[Diagnostic], expectations: list[Expectation], filen
                 break
         else:
             if diagnostic.severity != "note":
-                problems.append(f"{diagnostic.where}: error: unexpected {diagnostic.severity}: {diagnostic.message}")
+                problems.append(
+                    f"{diagnostic.where}: error: unexpected {diagnostic.severity}: "
+                    f"{diagnostic.message}"
+                )
     for expectation in expectations:
         if not expectation.matched:
             problems.append(

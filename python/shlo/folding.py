@@ -56,7 +56,10 @@ def fold_broadcast_of_splat(op: ir.Operation, rewriter: rewrite.PatternRewriter)
     splat = ir.DenseElementsAttr.get_splat(result_type, value.get_splat_value())
     with rewriter.ip:
         constant = ir.Operation.create(
-            "stablehlo.constant", results=[result_type], attributes={"value": splat}, loc=op.location
+            "stablehlo.constant",
+            results=[result_type],
+            attributes={"value": splat},
+            loc=op.location,
         )
     rewriter.replace_op(op, constant)
     return None
@@ -129,7 +132,9 @@ def _integer_operands(op: ir.Operation) -> list[np.ndarray] | None:
     arrays = [constant_array(operand) for operand in op.operands]
     if any(array is None for array in arrays):
         return None
-    if not all(array.dtype == np.bool_ or np.issubdtype(array.dtype, np.integer) for array in arrays):  # type: ignore[union-attr]
+    if not all(
+        array.dtype == np.bool_ or np.issubdtype(array.dtype, np.integer) for array in arrays
+    ):  # type: ignore[union-attr]
         return None
     return arrays  # type: ignore[return-value]
 

@@ -22,9 +22,7 @@ def is_portable_artifact(data: bytes) -> bool:
     return data.startswith(BYTECODE_MAGIC) and _PORTABLE_PRODUCER in data[:64]
 
 
-def parse_module(
-    data: bytes | str, context: ir.Context, filename: str = "<string>"
-) -> ir.Module:
+def parse_module(data: bytes | str, context: ir.Context, filename: str = "<string>") -> ir.Module:
     """Parse text, bytecode or a portable artifact, detected from the content.
 
     Raises ShloError with ``file:line:col`` diagnostics when the input is invalid.
@@ -42,7 +40,9 @@ def parse_module(
         raise ShloError(f"could not parse {filename}: {error}") from None
 
 
-def load_module(source: str | bytes | os.PathLike[str] | ir.Module, context: ir.Context) -> ir.Module:
+def load_module(
+    source: str | bytes | os.PathLike[str] | ir.Module, context: ir.Context
+) -> ir.Module:
     """A module from a parsed module, a path, text, bytecode or a portable artifact."""
     if isinstance(source, ir.Module):
         return source

@@ -83,9 +83,7 @@ def _convert(name: str, annotation: Any, value: str) -> Any:
     try:
         return annotation(value)
     except ValueError:
-        raise OptionError(
-            f"option '{name}' expects {annotation.__name__}, got '{value}'"
-        ) from None
+        raise OptionError(f"option '{name}' expects {annotation.__name__}, got '{value}'") from None
 
 
 def _format(value: Any) -> str:
@@ -124,9 +122,7 @@ class Pass:
             key = name.strip().replace("-", "_")
             if key not in types:
                 known = ", ".join(sorted(field.replace("_", "-") for field in types)) or "none"
-                raise OptionError(
-                    f"'{cls.argument}' has no option '{name}' (options: {known})"
-                )
+                raise OptionError(f"'{cls.argument}' has no option '{name}' (options: {known})")
             values[key] = _convert(name, types[key], _unquote(raw.strip()))
         return cls(**values)
 
@@ -153,7 +149,7 @@ class Pass:
         except PassError as error:
             error.location.emit_error(error.message)
             pass_.signal_pass_failure()
-        except Exception as error:  # noqa: BLE001 - converted to a diagnostic
+        except Exception as error:  # converted to a diagnostic
             logger.debug("internal error in %s", self.argument, exc_info=True)
             op.location.emit_error(
                 f"internal error in {self.argument}: {type(error).__name__}: {error}"

@@ -154,4 +154,6 @@ def run_pipeline(module: ir.Module, pipeline: str | list[str], filename: str = "
         except ir.MLIRError as error:
             collector.add_error(error)
             errors = [d for d in collector.diagnostics if d.severity == "error"]
-            raise ShloError(errors[0].message if errors else str(error), collector.diagnostics) from None
+            raise ShloError(
+                errors[0].message if errors else str(error), collector.diagnostics
+            ) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from shlo._mlir_compat import ir, new_context
 from shlo.io import load_module, module_to_bytecode
 from shlo.pipeline import run_pipeline
 
-ArgType = Union[str, np.ndarray, tuple[Sequence[int], Any]]
+ArgType = str | np.ndarray | tuple[Sequence[int], Any]
 
 _ELEMENT_TYPES = {
     "bool": "i1",
@@ -48,7 +48,8 @@ _ELEMENT_TYPES = {
 
 def element_type_name(dtype: Any) -> str:
     """The MLIR element type spelling of a numpy (or ml_dtypes) dtype."""
-    name = np.dtype(dtype).name
+    # Names are accepted as-is, so ml_dtypes' types need not be importable.
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
     if name not in _ELEMENT_TYPES:
         raise ValueError(f"unsupported dtype {name}")
     return _ELEMENT_TYPES[name]
@@ -64,7 +65,8 @@ def tensor_type_string(arg: ArgType) -> str:
         shape, dtype = tuple(arg[0]), arg[1]
     else:
         raise TypeError(
-            f"argument types are MLIR type strings, numpy arrays or (shape, dtype) pairs, got {arg!r}"
+            "argument types are MLIR type strings, numpy arrays or (shape, dtype) pairs, "
+            f"got {arg!r}"
         )
     dims = "".join(f"{int(size)}x" for size in shape)
     return f"tensor<{dims}{element_type_name(dtype)}>"

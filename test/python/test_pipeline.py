@@ -1,0 +1,163 @@
+"""Pipeline parsing, the pass registry, pass options and the pass error wrapper."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+from shlo import ShloError, ir, new_context, run_pipeline
+from shlo._mlir_compat import passmanager
+from shlo.pass_framework import OptionError, Pass, PassError, split_top_level
+from shlo.passes import PASSES
+from shlo.pipeline import (
+    PipelineError,
+    build_pass_manager,
+    expand,
+    flag_element,
+    pipeline_elements,
+    registered_passes,
+)
+
+ADD_ONE = """
+func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %cst = stablehlo.constant dense<1.0> : tensor<f32>
+  %0 = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?xf32>) -> tensor<i32>
+  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
+  %2 = stablehlo.dynamic_broadcast_in_dim %cst, %1, dims = [] : (tensor<f32>, tensor<1xi32>) -> tensor<?xf32>
+  %3 = stablehlo.add %arg0, %2 : tensor<?xf32>
+  return %3 : tensor<?xf32>
+}
+"""
+
+
+def test_split_top_level_respects_nesting():
+    text = "a{types=tensor<2x3xf32>,tensor<?xf32, #x<1, 2>>},func.func(b,c),d"
+    assert split_top_level(text) == [
+        "a{types=tensor<2x3xf32>,tensor<?xf32, #x<1, 2>>}",
+        "func.func(b,c)",
+        "d",
+    ]
+
+
+def test_pipeline_elements_strip_the_module_anchor():
+    assert pipeline_elements("builtin.module(cse, func.func(canonicalize))") == [
+        "cse",
+        "func.func(canonicalize)",
+    ]
+
+
+def test_shlo_pipelines_expand_in_place():
+    items = expand(["cse", "shlo-remove-dynamism{types=tensor<4xf32>}"])
+    assert items[0] == "cse"
+    assert items[1] == "stablehlo-refine-arguments{types=tensor<4xf32>}"
+    assert any(isinstance(item, Pass) and item.argument == "shlo-simplify" for item in items)
+
+
+def test_options_are_typed():
+    pass_cls = PASSES["shlo-remove-dynamism"]
+    instance = pass_cls.from_options("{types=tensor<2xf32>,tensor<?x3xi32>}")
+    assert instance.types == ("tensor<2xf32>", "tensor<?x3xi32>")
+    assert instance.options_text() == "{types=tensor<2xf32>,tensor<?x3xi32>}"
+    with pytest.raises(OptionError, match="has no option 'type'"):
+        pass_cls.from_options("type=tensor<2xf32>")
+
+
+def test_unknown_pass_names_the_closest():
+    context = new_context()
+    with pytest.raises(PipelineError, match="unknown pass 'stablehlo-refine-shape'; did you mean stablehlo-refine-shapes"):
+        build_pass_manager("builtin.module(stablehlo-refine-shape)", context)
+    with pytest.raises(PipelineError, match="did you mean shlo-simplify"):
+        flag_element("shlo-simplfy", None)
+
+
+def test_flags_nest_under_the_pass_anchor():
+    assert flag_element("stablehlo-canonicalize-dynamism", None) == (
+        "func.func(stablehlo-canonicalize-dynamism)"
+    )
+    assert flag_element("cse", None) == "cse"
+    assert flag_element("shlo-remove-dynamism", "types=tensor<2xf32>") == (
+        "shlo-remove-dynamism{types=tensor<2xf32>}"
+    )
+
+
+def test_registry_lists_every_group():
+    passes = registered_passes()
+    groups = {info.group for info in passes.values()}
+    assert groups == {"shlo", "stablehlo", "mlir"}
+    for name in ("canonicalize", "cse", "inline", "stablehlo-refine-shapes", "shlo-simplify"):
+        assert name in passes
+    assert all(info.summary for info in passes.values())
+
+
+def test_registered_upstream_passes_really_exist():
+    """Every name in the table parses as a pass of the pinned wheel."""
+    context = new_context()
+    with context:
+        for info in registered_passes().values():
+            if info.group == "shlo":
+                continue
+            element = f"{info.anchor}({info.name})" if info.anchor else info.name
+            pm = passmanager.PassManager("builtin.module")
+            try:
+                pm.add(element)
+            except ValueError as error:
+                assert "does not refer to a registered pass" not in str(error), info.name
+
+
+def test_pipeline_runs_python_and_cpp_passes():
+    context = new_context()
+    module = ir.Module.parse(ADD_ONE, context)
+    run_pipeline(module, "builtin.module(shlo-remove-dynamism{types=tensor<8xf32>})")
+    text = str(module)
+    assert "tensor<8xf32>" in text and "?" not in text
+
+
+@dataclass(frozen=True)
+class RaisingPass(Pass):
+    """Raise a Python exception, as a buggy pass would."""
+
+    argument: ClassVar[str] = "shlo-test-raise"
+
+    def run(self, module: ir.Operation) -> None:
+        raise KeyError("boom")
+
+
+@dataclass(frozen=True)
+class RejectingPass(Pass):
+    """Reject every function."""
+
+    argument: ClassVar[str] = "shlo-test-reject"
+
+    def run(self, module: ir.Operation) -> None:
+        function = module.regions[0].blocks[0].operations[0]
+        raise PassError(function.location, "expected nothing")
+
+
+@pytest.mark.parametrize(
+    ("pass_cls", "message"),
+    [
+        (RaisingPass, "internal error in shlo-test-raise: KeyError: 'boom'"),
+        (RejectingPass, "expected nothing"),
+    ],
+)
+def test_pass_exceptions_become_diagnostics(pass_cls, message):
+    context = new_context()
+    module = ir.Module.parse(ADD_ONE, context)
+    with context:
+        pm = passmanager.PassManager("builtin.module")
+        pass_cls().add_to(pm)
+        with pytest.raises(ir.MLIRError) as caught:
+            pm.run(module.operation)
+    assert [d.message for d in caught.value.error_diagnostics] == [message]
+
+
+def test_run_pipeline_raises_shlo_error_with_location():
+    context = new_context()
+    module = ir.Module.parse(ADD_ONE, context)
+    with pytest.raises(ShloError) as caught:
+        run_pipeline(module, ["shlo-verify-static"], "add_one.mlir")
+    (diagnostic,) = caught.value.diagnostics
+    assert diagnostic.where == "add_one.mlir:2:1"
+    assert "argument #0 of @main has type tensor<?xf32>" in diagnostic.message
