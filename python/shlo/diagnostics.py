@@ -65,7 +65,12 @@ def convert(diagnostic: ir.Diagnostic | ir.DiagnosticInfo, filename: str = "") -
     return Diagnostic(
         severity=_severity_name(diagnostic.severity),
         message=diagnostic.message,
-        notes=tuple(convert(note, filename) for note in diagnostic.notes),
+        # The pass manager's "see current operation" note dumps whole functions.
+        notes=tuple(
+            convert(note, filename)
+            for note in diagnostic.notes
+            if not note.message.startswith("see current operation")
+        ),
         **file_fields,  # type: ignore[arg-type]
     )
 
