@@ -1,7 +1,7 @@
 """shlo-remove-dynamism: refine a shape-polymorphic program into a fully static one.
 
 A pipeline after the dynamism seed and StableHLO's remove-dynamism pipeline:
-refine the arguments of @main to ``types``, check JAX shape assertions,
+turn composites into calls, refine the arguments of @main to ``types``, check JAX shape assertions,
 propagate shapes, replace dynamic ops by static ones, inline JAX's wrapper
 functions, fold what is left and verify that nothing dynamic remains. Without
 ``types`` the argument types are kept and only their consequences refined.
@@ -38,7 +38,10 @@ class RemoveDynamismPass(PassPipeline):
     types: tuple[str, ...] = ()
 
     def elements(self) -> list[str]:
-        steps = []
+        # Composites (JAX's chlo.top_k, say) become calls to their decompositions,
+        # which refine-shapes specializes like any callee; it cannot refine a
+        # composite's decomposition in place.
+        steps = ["func.func(stablehlo-legalize-composite-to-call)"]
         if self.types:
             # Replace @main's argument types; shapes are not propagated yet.
             steps.append("stablehlo-refine-arguments{types=" + ",".join(self.types) + "}")

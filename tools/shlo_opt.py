@@ -300,6 +300,13 @@ def run(argv: list[str]) -> int:
     del pm
 
     if args.emit_bytecode or args.emit_portable_artifact:
+        if len(outputs) > 1:
+            # Bytecode has no chunk separator: concatenated modules would not read back.
+            print(
+                "shlo-opt: error: bytecode output holds one module; drop --split-input-file",
+                file=sys.stderr,
+            )
+            return 1
         payload = b"".join(outputs)
     else:
         separator = ("\n" + (args.split_input_file or DEFAULT_SPLIT_MARKER) + "\n").encode()
@@ -307,8 +314,12 @@ def run(argv: list[str]) -> int:
     if args.output == "-":
         sys.stdout.buffer.write(payload)
         sys.stdout.flush()
-    else:
+        return 0 if ok else 1
+    try:
         Path(args.output).write_bytes(payload)
+    except OSError as error:
+        print(f"shlo-opt: error: cannot write {args.output}: {error.strerror}", file=sys.stderr)
+        return 1
     return 0 if ok else 1
 
 

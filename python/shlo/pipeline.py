@@ -12,6 +12,7 @@ import csv
 import difflib
 import functools
 import importlib.resources
+import re
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir, passmanager
@@ -119,8 +120,10 @@ def add_elements(pm: passmanager.PassManager, elements: list[str]) -> None:
             pm.add(item)
         except ValueError as error:
             message = str(error)
-            if "does not refer to a registered pass" in message:
-                raise PipelineError(unknown_pass_message(element_name(item))) from None
+            unknown = re.search(r"'([^']+)' does not refer to a registered pass", message)
+            if unknown:
+                # Name the unknown pass itself, which may be nested in func.func(...).
+                raise PipelineError(unknown_pass_message(unknown.group(1))) from None
             raise PipelineError(message.splitlines()[0]) from None
 
 

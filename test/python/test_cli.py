@@ -25,14 +25,41 @@ def test_refines_the_bundled_example():
 @pytest.mark.parametrize(
     ("args", "stdin", "code", "expected"),
     [
-        (["-"], b"func.func @f() {\n  %0 = bogus\n}\n", 1, b"<stdin>:2:8: error: custom op 'bogus'"),
+        (
+            ["-"],
+            b"func.func @f() {\n  %0 = bogus\n}\n",
+            1,
+            b"<stdin>:2:8: error: custom op 'bogus'",
+        ),
         (["--canonicalise"], b"", 2, b"did you mean canonicalize"),
         (["--pass-pipeline=builtin.module(cse"], b"", 2, b"shlo-opt: error:"),
         (["--shlo-remove-dynamism=typo=1"], b"", 2, b"has no option 'typo'"),
         (["/nonexistent/file.mlir"], b"", 1, b"cannot read /nonexistent/file.mlir"),
-        (["-", "--shlo-verify-static"], b"func.func @f(%a: tensor<?xf32>) {\n  return\n}\n", 1,
-         b"<stdin>:1:1: error: refinement left a dynamic value"),
+        (
+            ["-", "--shlo-verify-static"],
+            b"func.func @f(%a: tensor<?xf32>) {\n  return\n}\n",
+            1,
+            b"<stdin>:1:1: error: refinement left a dynamic value",
+        ),
         (["-"], b"\xff\xfe not text", 1, b"neither UTF-8 text nor MLIR bytecode"),
+        (
+            ["--pass-pipeline=builtin.module(func.func(stablehlo-remove-dynamism))"],
+            b"",
+            2,
+            b"unknown pass 'stablehlo-remove-dynamism'; did you mean shlo-remove-dynamism",
+        ),
+        (
+            [str(EXAMPLE), "-o", "/nonexistent/out.mlir"],
+            b"",
+            1,
+            b"cannot write /nonexistent/out.mlir",
+        ),
+        (
+            ["-", "--split-input-file", "--emit-bytecode"],
+            b"module {}\n// -----\nmodule {}\n",
+            1,
+            b"bytecode output holds one module",
+        ),
     ],
 )
 def test_errors_exit_nonzero_without_traceback(args, stdin, code, expected):

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
-
 from shlo import ShloError, ir, new_context, run_pipeline
 from shlo._mlir_compat import passmanager
 from shlo.pass_framework import OptionError, Pass, PassError, split_top_level
@@ -51,7 +50,7 @@ def test_pipeline_elements_strip_the_module_anchor():
 def test_shlo_pipelines_expand_in_place():
     items = expand(["cse", "shlo-remove-dynamism{types=tensor<4xf32>}"])
     assert items[0] == "cse"
-    assert items[1] == "stablehlo-refine-arguments{types=tensor<4xf32>}"
+    assert "stablehlo-refine-arguments{types=tensor<4xf32>}" in items
     assert any(isinstance(item, Pass) and item.argument == "shlo-simplify" for item in items)
 
 
@@ -66,7 +65,10 @@ def test_options_are_typed():
 
 def test_unknown_pass_names_the_closest():
     context = new_context()
-    with pytest.raises(PipelineError, match="unknown pass 'stablehlo-refine-shape'; did you mean stablehlo-refine-shapes"):
+    with pytest.raises(
+        PipelineError,
+        match="unknown pass 'stablehlo-refine-shape'; did you mean stablehlo-refine-shapes",
+    ):
         build_pass_manager("builtin.module(stablehlo-refine-shape)", context)
     with pytest.raises(PipelineError, match="did you mean shlo-simplify"):
         flag_element("shlo-simplfy", None)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import shlo
 from shlo.refine import tensor_type_string
 
