@@ -52,6 +52,11 @@ class RemoveDynamismPass(PassPipeline):
             "stablehlo-refine-shapes",
             # dynamic_* ops with constant shape operands become their static forms.
             "func.func(stablehlo-canonicalize-dynamism)",
+            # JAX's cumulative ops use a custom call that refine-shapes leaves
+            # dynamic; once static, shapes are propagated from it once more.
+            "shlo-canonicalize-dynamic-reduce-window",
+            "stablehlo-refine-shapes",
+            "func.func(stablehlo-canonicalize-dynamism)",
             # Assertions whose operands only became constant during propagation.
             "shlo-check-shape-assertions",
             # JAX exports call @_wrapped_jax_export_main; make it one function.

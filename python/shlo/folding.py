@@ -93,6 +93,13 @@ def fold_get_dimension_size(op: ir.Operation, rewriter: rewrite.PatternRewriter)
     return None
 
 
+def fold_identity_convert(op: ir.Operation, rewriter: rewrite.PatternRewriter) -> bool | None:
+    if op.operands[0].type != op.results[0].type:
+        return no_match(op, "expected the same operand and result type")
+    rewriter.replace_op(op, [op.operands[0]])
+    return None
+
+
 def _divide(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     if np.issubdtype(lhs.dtype, np.integer):
         # StableHLO integer division truncates toward zero, like C.
@@ -198,6 +205,7 @@ def folding_patterns() -> rewrite.FrozenRewritePatternSet:
     patterns.add("stablehlo.broadcast_in_dim", fold_broadcast_of_splat)
     patterns.add("stablehlo.broadcast_in_dim", fold_integer_op)
     patterns.add("stablehlo.get_dimension_size", fold_get_dimension_size)
+    patterns.add("stablehlo.convert", fold_identity_convert, benefit=2)
     for name in FOLDED_OPS:
         patterns.add(name, fold_integer_op)
     return patterns.freeze()

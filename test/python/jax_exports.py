@@ -193,16 +193,8 @@ CASES: dict[str, Case] = {
         Case("slicing", slicing, (("b, s", F32),), ({"b": 2, "s": 6}, {"b": 3, "s": 2})),
         # A stablehlo.composite whose decomposition is shape-polymorphic too.
         Case("top_k", top_k, (("b, 5", F32),), ({"b": 3}, {"b": 1})),
-        # Real exports the pipeline does not refine yet.
-        Case(
-            "cumsum",
-            cumsum,
-            (("b, s, 8", F32),),
-            ({"b": 2, "s": 5}, {"b": 1, "s": 33}),
-            known_failure="the pinned StableHLO has no refinement for the "
-            "@stablehlo.dynamic_reduce_window custom_call (upstream keeps it in "
-            "stablehlo-ext-refine-shapes), so its result stays tensor<?x?x8xf32>",
-        ),
+        # jax emits a @stablehlo.dynamic_reduce_window custom_call for it.
+        Case("cumsum", cumsum, (("b, s, 8", F32),), ({"b": 2, "s": 5}, {"b": 1, "s": 33})),
     )
 }
 
