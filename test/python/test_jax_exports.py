@@ -135,6 +135,15 @@ def expect_jax_message(error: shlo.ShloError, *fragments: str) -> None:
     assert any(JAX_MISMATCH in d.message for d in error.diagnostics)
 
 
+def refine_fails_with_jax_message(
+    name: str, shapes: list[tuple[int, ...]], fragments: list[str], form: str
+) -> None:
+    types = [(shape, dtype) for shape, (_, dtype) in zip(shapes, CASES[name].args)]
+    with pytest.raises(shlo.ShloError) as info:
+        shlo.refine(source(name, form), types)
+    expect_jax_message(info.value, *fragments)
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize(
     ("name", "shapes", "fragments"),
@@ -164,10 +173,7 @@ def expect_jax_message(error: shlo.ShloError, *fragments: str) -> None:
 def test_dimension_below_one_fails_with_jax_message(
     name: str, shapes: list[tuple[int, ...]], fragments: list[str], form: str
 ) -> None:
-    types = [(shape, dtype) for shape, (_, dtype) in zip(shapes, CASES[name].args)]
-    with pytest.raises(shlo.ShloError) as info:
-        shlo.refine(source(name, form), types)
-    expect_jax_message(info.value, *fragments)
+    refine_fails_with_jax_message(name, shapes, fragments, form)
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -200,7 +206,4 @@ def test_dimension_below_one_fails_with_jax_message(
 def test_inconsistent_symbol_fails_with_jax_message(
     name: str, shapes: list[tuple[int, ...]], fragments: list[str], form: str
 ) -> None:
-    types = [(shape, dtype) for shape, (_, dtype) in zip(shapes, CASES[name].args)]
-    with pytest.raises(shlo.ShloError) as info:
-        shlo.refine(source(name, form), types)
-    expect_jax_message(info.value, *fragments)
+    refine_fails_with_jax_message(name, shapes, fragments, form)

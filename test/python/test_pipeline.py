@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -19,16 +20,8 @@ from shlo.pipeline import (
     registered_passes,
 )
 
-ADD_ONE = """
-func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
-  %cst = stablehlo.constant dense<1.0> : tensor<f32>
-  %0 = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?xf32>) -> tensor<i32>
-  %1 = stablehlo.reshape %0 : (tensor<i32>) -> tensor<1xi32>
-  %2 = stablehlo.dynamic_broadcast_in_dim %cst, %1, dims = [] : (tensor<f32>, tensor<1xi32>) -> tensor<?xf32>
-  %3 = stablehlo.add %arg0, %2 : tensor<?xf32>
-  return %3 : tensor<?xf32>
-}
-"""
+# The dynamism seed's add_one_dynamic.mlir.
+ADD_ONE = (Path(__file__).parents[2] / "docs" / "examples" / "add_one_dynamic.mlir").read_text()
 
 
 def test_split_top_level_respects_nesting():
@@ -161,5 +154,5 @@ def test_run_pipeline_raises_shlo_error_with_location():
     with pytest.raises(ShloError) as caught:
         run_pipeline(module, ["shlo-verify-static"], "add_one.mlir")
     (diagnostic,) = caught.value.diagnostics
-    assert diagnostic.where == "add_one.mlir:2:1"
+    assert diagnostic.where == "add_one.mlir:1:1"
     assert "argument #0 of @main has type tensor<?xf32>" in diagnostic.message
