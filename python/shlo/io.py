@@ -62,10 +62,6 @@ def load_module(
     return parse_module(source, context)
 
 
-def module_to_text(module: ir.Module, debug_info: bool = False) -> str:
-    return module.operation.get_asm(enable_debug_info=debug_info)
-
-
 def module_to_bytecode(module: ir.Module) -> bytes:
     buffer = io.BytesIO()
     module.operation.write_bytecode(buffer)

@@ -6,8 +6,6 @@ by name and built with ``ir.Operation.create``.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from shlo._mlir_compat import ir
@@ -105,12 +103,3 @@ def is_static(type_: ir.Type) -> bool:
         return ir.ShapedType(type_).has_static_shape
     except ValueError:
         return True
-
-
-def format_location(location: ir.Location) -> str:
-    """``file:line:col`` of the innermost file location in ``location``, or ``str(location)``."""
-    text = str(location)
-    match = re.search(r'"([^"]*)":(\d+):(\d+)', text)
-    if match:
-        return f"{match.group(1)}:{match.group(2)}:{match.group(3)}"
-    return text
