@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from shlo._mlir_compat import ir, new_context
+from shlo.compiler import Executable, compile
 from shlo.diagnostics import Diagnostic, ShloError
 from shlo.io import load_module
 from shlo.pipeline import PipelineError, run_pipeline
 from shlo.refine import refine
 
 __all__ = [
+    "Executable",
+    "compile",
     "Diagnostic",
     "PipelineError",
     "ShloError",

@@ -17,9 +17,20 @@ from __future__ import annotations
 import functools
 
 from torch_mlir import ir, passmanager, rewrite
+from torch_mlir.dialects import arith, func, linalg, math, scf, tensor
+from torch_mlir.dialects import complex as complex_dialect
 from torch_mlir._mlir_libs import _stablehlo
+from torch_mlir.execution_engine import ExecutionEngine
 
 __all__ = [
+    "ExecutionEngine",
+    "arith",
+    "complex_dialect",
+    "func",
+    "linalg",
+    "math",
+    "scf",
+    "tensor",
     "current_version",
     "deserialize_portable_artifact",
     "ir",
