@@ -60,9 +60,7 @@ class Executable:
 
     def _check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
         if len(args) != len(self.params):
-            raise ValueError(
-                f"@{self.entry} takes {len(self.params)} argument(s), got {len(args)}"
-            )
+            raise ValueError(f"@{self.entry} takes {len(self.params)} argument(s), got {len(args)}")
         arrays = []
         for index, (arg, (shape, element_type)) in enumerate(zip(args, self.params)):
             expected = numpy_dtype(element_type)
@@ -87,7 +85,9 @@ class Executable:
         with self._lock:
             if signature in self._compiled:
                 return self._compiled[signature]
-            arg_types = [str(ArrayType(shape, t)) for shape, t in signature] if self.is_dynamic else None
+            arg_types = (
+                [str(ArrayType(shape, t)) for shape, t in signature] if self.is_dynamic else None
+            )
             request = {
                 "source": self._module,
                 "entry": self.entry,
@@ -108,7 +108,7 @@ class Executable:
             return function
 
 
-def compile(  # noqa: A001 - the public name the issue asks for
+def compile(
     source: Source,
     target: str = "cpu",
     entry: str = "main",
@@ -128,15 +128,21 @@ def compile(  # noqa: A001 - the public name the issue asks for
         module = source
     else:
         module = load_module(source, new_context())
-    filename = str(source) if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and "\n" not in source
-    ) else "<module>"
+    filename = (
+        str(source)
+        if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source)
+        else "<module>"
+    )
     inputs, _ = function_types(module, entry)
     params = []
     for index, type_ in enumerate(inputs):
         if not isinstance(type_, ir.RankedTensorType):
-            raise ShloError(f"argument {index} of @{entry} has type {type_}; expected a ranked tensor")
-        shape = tuple(None if type_.is_dynamic_dim(d) else type_.shape[d] for d in range(type_.rank))
+            raise ShloError(
+                f"argument {index} of @{entry} has type {type_}; expected a ranked tensor"
+            )
+        shape = tuple(
+            None if type_.is_dynamic_dim(d) else type_.shape[d] for d in range(type_.rank)
+        )
         params.append((shape, mlir_element_type(str(type_.element_type))))
     return Executable(
         module_to_bytecode(module), entry, params, isolate, pipeline or CpuPipeline(), filename

@@ -8,7 +8,7 @@ the legalization, bufferization or LLVM stages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from shlo.dtypes import EMULATED_FLOATS
 
@@ -37,7 +37,9 @@ SCALAR_LOOPS = CodegenStrategy(
 # results become out-parameters that the caller allocates, and static result
 # allocations are replaced by those parameters (no copy back).
 _BUFFERIZE = (
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "shlo-copy-duplicate-results",
+    # Loops (scf.while from stablehlo.while) may yield fresh buffers.
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map}",
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
@@ -49,7 +51,9 @@ _TO_LLVM = (
     "expand-strided-metadata",
     "lower-affine",
     "finalize-memref-to-llvm",
-    "arith-emulate-unsupported-floats{source-types=" + ",".join(EMULATED_FLOATS) + " target-type=f32}",
+    "arith-emulate-unsupported-floats{source-types="
+    + ",".join(EMULATED_FLOATS)
+    + " target-type=f32}",
     "convert-math-to-llvm",
     "convert-math-to-libm",
     "convert-complex-to-standard",
@@ -63,17 +67,35 @@ _TO_LLVM = (
 )
 
 
+# Our lowerings for StableHLO ops that upstream stablehlo-legalize-to-linalg
+# leaves alone or lowers wrongly, in the order they run.
+PRE_LINALG_LOWERINGS: tuple[str, ...] = (
+    "shlo-lower-scatter",
+    "shlo-lower-sort",
+    "shlo-lower-select-and-scatter",
+    # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
+    "shlo-lower-control-flow",
+)
+
+
 @dataclass(frozen=True)
 class CpuPipeline:
     """The stages from static StableHLO to the LLVM dialect, in order."""
 
     strategy: CodegenStrategy = SCALAR_LOOPS
-    # Our lowerings for ops that upstream stablehlo-legalize-to-linalg leaves alone.
-    pre_linalg: tuple[str, ...] = field(default=())
+    pre_linalg: tuple[str, ...] = PRE_LINALG_LOWERINGS
 
     def stages(self) -> list[tuple[str, list[str]]]:
         return [
-            ("legalize-to-linalg", [*self.pre_linalg, "stablehlo-legalize-to-linalg", "canonicalize"]),
+            (
+                "legalize-to-linalg",
+                [
+                    *self.pre_linalg,
+                    "stablehlo-legalize-to-linalg",
+                    "stablehlo-convert-to-signless",
+                    "canonicalize",
+                ],
+            ),
             ("tensor-codegen", list(self.strategy.tensor_passes)),
             ("bufferize", list(_BUFFERIZE)),
             ("loop-codegen", list(self.strategy.loop_passes)),

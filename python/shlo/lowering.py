@@ -23,6 +23,7 @@ FRONTEND = [
     "inline",
     "symbol-dce",
     "func.func(chlo-legalize-to-stablehlo)",
+    "func.func(stablehlo-legalize-quantized-op-to-qdq)",
     "func.func(stablehlo-legalize-quant-to-math)",
     "canonicalize",
 ]
@@ -40,7 +41,10 @@ class Lowered:
 def function_types(module: ir.Module, entry: str) -> tuple[list[ir.Type], list[ir.Type]]:
     """Argument and result types of ``entry``; ShloError when there is no such function."""
     for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == entry
+        ):
             function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
             return list(function_type.inputs), list(function_type.results)
     names = [
@@ -48,7 +52,8 @@ def function_types(module: ir.Module, entry: str) -> tuple[list[ir.Type], list[i
         for op in module.body.operations
         if op.operation.name == "func.func"
     ]
-    raise ShloError(f"no function @{entry} in the module; it has {', '.join('@' + n for n in names) or 'no functions'}")
+    listed = ", ".join("@" + name for name in names) or "no functions"
+    raise ShloError(f"no function @{entry} in the module; it has {listed}")
 
 
 def _keep_only_entry_public(module: ir.Module, entry: str) -> None:

@@ -66,7 +66,11 @@ class LoadedFunction:
     """A JIT-compiled entry function with static input and result types."""
 
     def __init__(
-        self, llvm_bytecode: bytes, inputs: list[ArrayType], results: list[ArrayType], opt_level: int = 2
+        self,
+        llvm_bytecode: bytes,
+        inputs: list[ArrayType],
+        results: list[ArrayType],
+        opt_level: int = 2,
     ) -> None:
         self.inputs = inputs
         self.results = results

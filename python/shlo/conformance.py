@@ -1,0 +1,589 @@
+"""Run StableHLO's executable conformance tests through the CPU backend.
+
+Each test function's checks (``check.*`` ops, or ``stablehlo.custom_call
+@check.*`` in the JAX-generated testdata) are removed and their operands
+become extra results of the function. The function is compiled by our CPU
+pipeline, run, and the results are compared in numpy with upstream's
+tolerances. Every file runs in a child process of its own, because some
+passes abort on input they do not expect.
+
+    python -m shlo.conformance /path/to/conformance/stablehlo [--report DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shlo._mlir_compat import ir, new_context
+from shlo.diagnostics import ShloError
+from shlo.lowering import lower_to_llvm
+from shlo.runtime import ArrayType, LoadedFunction
+
+# Upstream's tolerances (stablehlo-translate --interpret).
+ALMOST_EQ_TOLERANCE = 1e-3
+CHECK_EQ_FLOAT_TOLERANCE = 1e-4
+MAX_ULP_DIFFERENCE = 3
+FILE_TIMEOUT_S = 300
+
+_CHECK_LINE = re.compile(r"^(\s*)check\.(\w+)\s+(.*?)\s*:\s*([^:]+)$")
+_EXPECTED_NAMES = itertools.count()
+_GENERIC_CHECK = re.compile(r'^(\s*)"check\.(\w+)"\((.*?)\)\s*<?\{(.*)\}>?\s*:\s*(.*)$')
+
+
+@dataclass
+class CaseResult:
+    case: str  # "path" or "path#chunk:function"
+    status: str  # pass, fail, error, crash, timeout, unsupported
+    message: str = ""
+    seconds: float = 0.0
+
+
+# --- turning checks into results ------------------------------------------------------
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "<([{":
+            depth += 1
+        elif char in ">)]}":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    if current:
+        parts.append("".join(current).strip())
+    return parts
+
+
+def _attribute(key: str, value: str) -> str:
+    if value.startswith('"') or ":" in value:
+        return f"{key} = {value}"
+    return f"{key} = {value} : {'f64' if '.' in value or 'e' in value else 'i64'}"
+
+
+def _as_custom_call(
+    indent: str, name: str, operands: list[str], types: list[str], attributes: list[str]
+) -> str:
+    """One check as custom call text; a ``value`` attribute becomes a constant operand."""
+    lines = []
+    for attribute in list(attributes):
+        key, _, value = attribute.partition("=")
+        if key.strip() == "value":
+            attributes.remove(attribute)
+            literal, _, type_ = value.strip().rpartition(" : ")
+            expected = f"%shlo_expected_{next(_EXPECTED_NAMES)}"
+            lines.append(f"{indent}{expected} = stablehlo.constant {literal} : {type_}")
+            operands, types = [*operands, expected], [*types, type_]
+    attrs = ", ".join([*attributes, "has_side_effect = true"])
+    lines.append(
+        f"{indent}stablehlo.custom_call @check.{name}({', '.join(operands)}) {{{attrs}}} : "
+        f"({', '.join(types)}) -> ()"
+    )
+    return "\n".join(lines)
+
+
+def checks_as_custom_calls(text: str) -> str:
+    """``check`` dialect ops as ``stablehlo.custom_call @check.*``.
+
+    The wheel lacks the check dialect, and its parser ignores
+    ``allow_unregistered_dialect``, so the checks are rewritten as text.
+    """
+    lines = []
+    for line in text.splitlines():
+        generic = _GENERIC_CHECK.match(line)
+        if generic:
+            indent, name, operands, attributes, types = generic.groups()
+            operand_list = _split_top_level(operands)
+            type_list = _split_top_level(types.split("->")[0].strip()[1:-1])
+            lines.append(
+                _as_custom_call(indent, name, operand_list, type_list, _split_top_level(attributes))
+            )
+            continue
+        match = _CHECK_LINE.match(line)
+        if not match:
+            lines.append(line)
+            continue
+        indent, name, head, types = match.groups()
+        operands, attributes = [], []
+        for item in _split_top_level(head):
+            if item.startswith("%"):
+                operands.append(item)
+            elif "=" in item and not item.startswith("dense"):
+                key, value = (part.strip() for part in item.split("=", 1))
+                attributes.append(_attribute(key, value))
+            else:  # the expected value of a *_const check
+                attributes.append(f"value = {item} : {types.strip()}")
+        operand_types = _split_top_level(types)
+        if len(operand_types) < len(operands):
+            operand_types = operand_types * len(operands)
+        lines.append(
+            _as_custom_call(indent, name, operands, operand_types[: len(operands)], attributes)
+        )
+    return "\n".join(lines)
+
+
+@dataclass
+class Check:
+    kind: str  # expect_eq, expect_almost_eq, expect_close, eq, ...
+    first_result: int  # index of the first extra result holding its operands
+    operands: int
+    tolerance: float | None
+    max_ulp: int
+
+
+def _check_name(op: ir.Operation) -> str | None:
+    if op.name == "stablehlo.custom_call":
+        target = ir.StringAttr(op.attributes["call_target_name"]).value
+        if target.startswith("check."):
+            return target[len("check.") :]
+    return None
+
+
+def _float_attr(op: ir.Operation, name: str) -> float | None:
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    return (
+        float(ir.FloatAttr(attr).value)
+        if ir.FloatAttr.isinstance(attr)
+        else float(ir.IntegerAttr(attr).value)
+    )
+
+
+def _create(name: str, result_type: ir.Type, value: ir.Attribute, before: ir.Operation) -> ir.Value:
+    op = ir.Operation.create(
+        name, results=[result_type], attributes={"value": value}, loc=before.location
+    )
+    ir.InsertionPoint(before).insert(op)
+    return op.result
+
+
+def extract_checks(function: ir.Operation) -> list[Check]:
+    """Turn the checks in ``function`` into extra results; returns what to compare.
+
+    The expected value of a ``*_const`` check is a ``stablehlo.constant``
+    operand by now (see ``checks_as_custom_calls``), so numpy never has to
+    parse MLIR literals.
+    """
+    block = function.regions[0].blocks[0]
+    terminator = list(block.operations)[-1]
+    returned = list(terminator.operands)
+    checks: list[Check] = []
+    with function.context, function.location:
+        for op in list(block.operations):
+            kind = _check_name(op)
+            if kind is None:
+                continue
+            operands = list(op.operands)
+            checks.append(
+                Check(
+                    kind=kind.removesuffix("_const"),
+                    first_result=len(returned),
+                    operands=len(operands),
+                    tolerance=_float_attr(op, "tolerance"),
+                    max_ulp=int(_float_attr(op, "max_ulp_difference") or MAX_ULP_DIFFERENCE),
+                )
+            )
+            returned += operands
+            for result in op.results:
+                # check.eq yields its verdict; nothing downstream may depend on it.
+                true = ir.DenseElementsAttr.get_splat(result.type, ir.BoolAttr.get(True))
+                result.replace_all_uses_with(_create("stablehlo.constant", result.type, true, op))
+            op.erase()
+        ir.InsertionPoint(terminator).insert(
+            ir.Operation.create(terminator.name, operands=returned, loc=terminator.location)
+        )
+        terminator.erase()
+        old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+        function.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(old_type.inputs), [v.type for v in returned])
+        )
+        if "res_attrs" in function.attributes:
+            del function.attributes["res_attrs"]
+    return checks
+
+
+# --- comparing ----------------------------------------------------------------------
+
+
+def _ordered_bits(array: np.ndarray) -> np.ndarray:
+    """Integers whose differences count ULPs between floats of the same type."""
+    bits = array.view(f"u{array.dtype.itemsize}").astype(np.int64)
+    sign = np.int64(1) << (8 * array.dtype.itemsize - 1)
+    return np.where(bits & sign, -(bits & (sign - 1)), bits)
+
+
+def _float_parts(array: np.ndarray) -> list[np.ndarray]:
+    if np.iscomplexobj(array):
+        return [np.ascontiguousarray(array.real), np.ascontiguousarray(array.imag)]
+    return [array]
+
+
+def _is_float(array: np.ndarray) -> bool:
+    return np.iscomplexobj(array) or array.dtype.kind == "f" or "float" in array.dtype.name
+
+
+def compare(
+    kind: str, actual: np.ndarray, expected: np.ndarray, tolerance: float | None, max_ulp: int
+) -> str:
+    """Empty when ``actual`` passes the check, else what went wrong."""
+    if actual.shape != expected.shape:
+        return f"shape {actual.shape} != expected {expected.shape}"
+    if not _is_float(actual):
+        wrong = (
+            actual.astype(np.int64) != expected.astype(np.int64)
+            if actual.dtype.kind != "b"
+            else actual != expected.astype(bool)
+        )
+        if np.any(wrong):
+            index = tuple(int(i) for i in np.argwhere(wrong)[0])
+            return (
+                f"{int(np.sum(wrong))} of {wrong.size} elements differ; "
+                f"at {index}: {actual[index]} != {expected[index]}"
+            )
+        return ""
+    for got, want in zip(_float_parts(actual), _float_parts(expected.astype(actual.dtype))):
+        got64, want64 = got.astype(np.float64), want.astype(np.float64)
+        both_nan = np.isnan(got64) & np.isnan(want64)
+        if kind == "expect_close":
+            ulps = np.abs(_ordered_bits(got) - _ordered_bits(want))
+            wrong = ~both_nan & (ulps > max_ulp)
+        elif kind == "expect_eq":
+            wrong = ~both_nan & (got64 != want64)
+        else:
+            limit = (
+                tolerance
+                if tolerance is not None
+                else (CHECK_EQ_FLOAT_TOLERANCE if kind == "eq" else ALMOST_EQ_TOLERANCE)
+            )
+            with np.errstate(invalid="ignore"):
+                wrong = ~both_nan & ~(np.abs(got64 - want64) <= limit) & ~(got64 == want64)
+        if np.any(wrong):
+            index = tuple(int(i) for i in np.argwhere(wrong)[0])
+            return (
+                f"{kind}: {int(np.sum(wrong))} of {wrong.size} elements differ; "
+                f"at {index}: {got[index]!r} != {want[index]!r}"
+            )
+    return ""
+
+
+# --- running one file ------------------------------------------------------------------
+
+
+def _chunks(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each ``// -----`` chunk."""
+    chunks, line = [], 1
+    for chunk in re.split(r"^// -----\s*$", text, flags=re.MULTILINE):
+        chunks.append((line, chunk))
+        line += chunk.count("\n")
+    return chunks
+
+
+def _is_executable(text: str) -> bool:
+    return any("--interpret" in line for line in text.splitlines() if line.startswith("// RUN"))
+
+
+def _test_functions(module: ir.Module) -> list[str]:
+    names = []
+    for op in module.body.operations:
+        if op.operation.name != "func.func" or not op.regions[0].blocks:
+            continue
+        block = op.regions[0].blocks[0]
+        if any(_check_name(inner) is not None for inner in block.operations):
+            names.append(ir.StringAttr(op.attributes["sym_name"]).value)
+    return names
+
+
+def _function(module: ir.Module, name: str) -> ir.Operation:
+    for op in module.body.operations:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == name
+        ):
+            return op.operation
+    raise KeyError(name)
+
+
+def run_function(text: str, name: str, filename: str) -> tuple[str, str]:
+    """(status, message) of one test function of one chunk."""
+    context = new_context()
+    module = ir.Module.parse(text, context)
+    function = _function(module, name)
+    checks = extract_checks(function)
+    if any(c.kind.startswith("expect_serialized") for c in checks):
+        return "unsupported", "check.expect_serialized_eq compares interpreter probe files"
+    try:
+        lowered = lower_to_llvm(module, name, None, filename=filename)
+    except ShloError as error:
+        return "error", str(error).splitlines()[0] if str(error) else error.summary
+    results = [ArrayType.parse(t, context) for t in lowered.result_types]
+    loaded = LoadedFunction(
+        lowered.llvm_bytecode, [ArrayType.parse(t, context) for t in lowered.input_types], results
+    )
+    outputs = loaded([])
+    problems = []
+    for check in checks:
+        values = outputs[check.first_result : check.first_result + check.operands]
+        # The quantized testdata's check.eq takes (expected, actual).
+        actual, expected = reversed(values) if check.kind == "eq" else values
+        problem = compare(check.kind, actual, expected, check.tolerance, check.max_ulp)
+        if problem:
+            problems.append(problem)
+    if problems:
+        return "fail", "; ".join(problems)
+    return "pass", ""
+
+
+def run_file(path: Path, root: Path) -> list[CaseResult]:
+    """Every test case of one file, run in this process."""
+    relative = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    text = path.read_text()
+    if "testdata" in path.parts and "quantized" not in path.parts and not _is_executable(text):
+        return []
+    text = checks_as_custom_calls(text)
+    chunks = _chunks(text)
+    results = []
+    for index, (first_line, chunk) in enumerate(chunks):
+        context = new_context()
+        # Keep line numbers of the original file in diagnostics.
+        padded = "\n" * (first_line - 1) + chunk
+        try:
+            names = _test_functions(ir.Module.parse(padded, context))
+        except ir.MLIRError as error:
+            why = "; ".join(str(d) for d in error.error_diagnostics) or str(error)
+            results.append(CaseResult(f"{relative}#{index}", "error", f"parse: {why}"))
+            continue
+        for name in names:
+            case = (
+                relative if len(chunks) == 1 and len(names) == 1 else f"{relative}#{index}:{name}"
+            )
+            start = time.perf_counter()
+            try:
+                status, message = run_function(padded, name, str(path))
+            except Exception as error:
+                status, message = "error", f"{type(error).__name__}: {error}".splitlines()[0]
+            results.append(CaseResult(case, status, message, time.perf_counter() - start))
+    return results
+
+
+def _child(path: Path, root: Path, connection: Connection, stderr_path: str) -> None:
+    # C++ errors and aborts print to fd 2; keep them for the crash report.
+    stderr = os.open(stderr_path, os.O_WRONLY)
+    os.dup2(stderr, 2)
+    try:
+        results = run_file(path, root)
+    except BaseException:
+        traceback.print_exc()
+        raise
+    connection.send([asdict(r) for r in results])
+    connection.close()
+
+
+def _last_lines(path: str, count: int = 3) -> str:
+    lines = Path(path).read_text(errors="replace").strip().splitlines()
+    return " | ".join(lines[-count:])
+
+
+def run_isolated(
+    paths: Sequence[Path], root: Path, jobs: int, timeout: float
+) -> Iterator[list[CaseResult]]:
+    """Run each file in a forked child, ``jobs`` at a time; yields each file's results."""
+    context = multiprocessing.get_context("fork")
+    pending = list(reversed(paths))
+    running: dict[Connection, tuple[Path, Any, float, str]] = {}
+    while pending or running:
+        while pending and len(running) < jobs:
+            path = pending.pop()
+            receiver, sender = context.Pipe(duplex=False)
+            handle, stderr_path = tempfile.mkstemp(prefix="shlo-conformance-")
+            os.close(handle)
+            process = context.Process(target=_child, args=(path, root, sender, stderr_path))
+            process.start()
+            sender.close()
+            running[receiver] = (path, process, time.monotonic(), stderr_path)
+        ready = multiprocessing.connection.wait(list(running), timeout=1.0)
+        now = time.monotonic()
+        for receiver in list(running):
+            path, process, started, stderr_path = running[receiver]
+            relative = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+            results: list[CaseResult] | None = None
+            if receiver in ready:
+                try:
+                    results = [CaseResult(**r) for r in receiver.recv()]
+                except EOFError:
+                    process.join()
+                    code = process.exitcode
+                    why = (
+                        signal.Signals(-code).name
+                        if code is not None and code < 0
+                        else f"exit {code}"
+                    )
+                    results = [CaseResult(relative, "crash", f"{why}: {_last_lines(stderr_path)}")]
+            elif now - started > timeout:
+                process.kill()
+                results = [CaseResult(relative, "timeout", f"no result after {timeout:.0f} s")]
+            if results is None:
+                continue
+            process.join()
+            receiver.close()
+            os.unlink(stderr_path)
+            del running[receiver]
+            yield results
+
+
+# --- collecting files and reporting ------------------------------------------------------
+
+
+def collect(paths: Sequence[Path]) -> list[Path]:
+    """The .mlir files under ``paths``; the dynamic/ testdata has nothing to execute."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += [p for p in sorted(path.rglob("*.mlir")) if "dynamic" not in p.parts]
+        else:
+            files.append(path)
+    return files
+
+
+def sample(files: list[Path], count: int) -> list[Path]:
+    """A fixed, evenly spread sample of at least ``count`` files."""
+    if count >= len(files):
+        return files
+    step = len(files) / count
+    return [files[int(i * step)] for i in range(count)]
+
+
+def load_expected_failures(path: Path | None) -> dict[str, str]:
+    if path is None or not path.exists():
+        return {}
+    expected = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            case, _, reason = line.partition(" ")
+            expected[case] = reason.strip()
+    return expected
+
+
+def op_name(case: str) -> str:
+    """The op a case tests: the file name up to its first shape or dtype part."""
+    stem = Path(case.split("#")[0]).stem
+    match = re.match(
+        r"(.+?)_(?:shape_|dtypes_)?(?:u?int|float|bfloat|bool|complex|\d|qi8|qui8)", stem
+    )
+    return match.group(1) if match else stem
+
+
+def summary_table(results: list[CaseResult]) -> str:
+    by_op: dict[str, Counter[str]] = defaultdict(Counter)
+    for result in results:
+        by_op[op_name(result.case)][result.status] += 1
+    statuses = ["pass", "fail", "error", "crash", "timeout", "unsupported", "xfail"]
+    lines = ["| op | " + " | ".join(statuses) + " |", "|---" * (len(statuses) + 1) + "|"]
+    for op in sorted(by_op):
+        counts = by_op[op]
+        if set(counts) == {"pass"}:
+            continue
+        lines.append(
+            f"| {op} | " + " | ".join(str(counts.get(s, 0) or "") for s in statuses) + " |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m shlo.conformance", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("paths", nargs="+", type=Path, help="conformance files or directories")
+    parser.add_argument(
+        "--root", type=Path, help="case names are relative to this (default: common parent)"
+    )
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--sample", type=int, help="run a fixed sample of this many files")
+    parser.add_argument("--timeout", type=float, default=FILE_TIMEOUT_S, help="seconds per file")
+    parser.add_argument(
+        "--expected-failures", type=Path, help="cases allowed to fail, with reasons"
+    )
+    parser.add_argument("--report", type=Path, help="write summary.md and failures.jsonl here")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every case")
+    args = parser.parse_args(argv)
+
+    files = collect(args.paths)
+    if args.sample:
+        files = sample(files, args.sample)
+    root = args.root or Path(os.path.commonpath([p.resolve() for p in args.paths]))
+    if root.is_file():
+        root = root.parent
+    files = [p.resolve() for p in files]
+    expected = load_expected_failures(args.expected_failures)
+    results: list[CaseResult] = []
+    started = time.monotonic()
+    tty = sys.stderr.isatty()
+    for done, file_results in enumerate(run_isolated(files, root, args.jobs, args.timeout), 1):
+        for result in file_results:
+            if result.status not in ("pass", "unsupported") and result.case in expected:
+                result.status = "xfail"
+            results.append(result)
+            if args.verbose or result.status not in ("pass", "xfail", "unsupported"):
+                print(f"{result.status.upper()}: {result.case} {result.message}"[:400], flush=True)
+        counts = Counter(r.status for r in results)
+        progress = f"[{done}/{len(files)}] " + " ".join(
+            f"{k} {v}" for k, v in sorted(counts.items())
+        )
+        if tty:
+            print("\r" + progress, end="", file=sys.stderr, flush=True)
+        elif done % 100 == 0 or done == len(files):
+            print(progress, file=sys.stderr, flush=True)
+    if tty:
+        print(file=sys.stderr)
+
+    counts = Counter(r.status for r in results)
+    executed = [r for r in results if r.status != "unsupported"]
+    passed = counts["pass"]
+    unexpected_passes = sorted(r.case for r in results if r.status == "pass" and r.case in expected)
+    failures = [r for r in results if r.status not in ("pass", "xfail", "unsupported")]
+    rate = 100.0 * passed / max(len(executed), 1)
+    summary = [
+        f"files: {len(files)}, cases: {len(results)}, time: {time.monotonic() - started:.0f} s",
+        f"passed: {passed} of {len(executed)} executable cases ({rate:.2f}%); "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()) if k != "pass"),
+    ]
+    table = summary_table(results)
+    print("\n".join(summary))
+    if table.count("\n") > 1:
+        print(table)
+    for case in unexpected_passes:
+        print(f"UNEXPECTED PASS (remove it from the expected failures): {case}")
+    if args.report:
+        args.report.mkdir(parents=True, exist_ok=True)
+        (args.report / "summary.md").write_text("\n\n".join(["\n".join(summary), table]) + "\n")
+        with open(args.report / "failures.jsonl", "w") as out:
+            for result in results:
+                if result.status not in ("pass",):
+                    out.write(json.dumps(asdict(result)) + "\n")
+    return 1 if failures or unexpected_passes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
