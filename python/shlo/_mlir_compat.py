@@ -33,6 +33,7 @@ __all__ = [
     "tensor",
     "current_version",
     "deserialize_portable_artifact",
+    "eval_module",
     "ir",
     "minimum_version",
     "new_context",
@@ -73,6 +74,11 @@ def serialize_portable_artifact(module: ir.Module, target_version: str) -> bytes
 
 def deserialize_portable_artifact(context: ir.Context, data: bytes) -> ir.Module:
     return _stablehlo.deserialize_portable_artifact(context, data)
+
+
+def eval_module(module: ir.Module, args: list[ir.Attribute]) -> list[ir.Attribute]:
+    """Run @main in StableHLO's reference interpreter. It aborts on some bad input."""
+    return list(_stablehlo.eval_module(module, args))
 
 
 def current_version() -> str:

@@ -51,6 +51,11 @@ class Executable:
         if not self.is_dynamic:
             self._load(tuple((tuple(s), t) for s, t in params))  # type: ignore[misc]
 
+    @property
+    def compiled_signatures(self) -> list[Signature]:
+        """The ((shape, element type), ...) signatures compiled so far, in order."""
+        return list(self._compiled)
+
     def __call__(self, *args: Any) -> Any:
         arrays = self._check_inputs(args)
         signature = tuple((a.shape, t) for a, (_, t) in zip(arrays, self.params))
@@ -96,7 +101,9 @@ class Executable:
                 "filename": self._filename,
             }
             lowered: Lowered = (
-                shared_worker().call(request) if self._isolate else lower_to_llvm(**request)
+                shared_worker().call("lower", **request)
+                if self._isolate
+                else lower_to_llvm(**request)
             )
             context = new_context()
             function = LoadedFunction(

@@ -188,8 +188,8 @@ def extract_checks(function: ir.Operation) -> list[Check]:
     """
     block = function.regions[0].blocks[0]
     terminator = list(block.operations)[-1]
-    returned = list(terminator.operands)
     checks: list[Check] = []
+    check_operands: list[ir.Value] = []
     with function.context, function.location:
         for op in list(block.operations):
             kind = _check_name(op)
@@ -199,18 +199,24 @@ def extract_checks(function: ir.Operation) -> list[Check]:
             checks.append(
                 Check(
                     kind=kind.removesuffix("_const"),
-                    first_result=len(returned),
+                    first_result=len(check_operands),
                     operands=len(operands),
                     tolerance=_float_attr(op, "tolerance"),
                     max_ulp=int(_float_attr(op, "max_ulp_difference") or MAX_ULP_DIFFERENCE),
                 )
             )
-            returned += operands
+            check_operands += operands
             for result in op.results:
                 # check.eq yields its verdict; nothing downstream may depend on it.
                 true = ir.DenseElementsAttr.get_splat(result.type, ir.BoolAttr.get(True))
                 result.replace_all_uses_with(_create("stablehlo.constant", result.type, true, op))
             op.erase()
+        # Read the returned values only now: a function may return a check's
+        # verdict, which was just replaced by a constant (the old value is gone).
+        returned = list(terminator.operands)
+        for check in checks:
+            check.first_result += len(returned)
+        returned += check_operands
         ir.InsertionPoint(terminator).insert(
             ir.Operation.create(terminator.name, operands=returned, loc=terminator.location)
         )

@@ -1,4 +1,4 @@
-"""Run lowering in a child process, so that a pass which aborts cannot kill the caller.
+"""Run passes and the interpreter in a child process, so that an abort cannot kill the caller.
 
 One long-lived worker per host process serves all compilations: requests and
 replies are pickled, length-prefixed messages on its stdin and stdout. When
@@ -50,7 +50,7 @@ def _signal_name(returncode: int | None) -> str:
 
 
 class Worker:
-    """A child Python process that runs ``shlo.lowering.lower_to_llvm`` on request."""
+    """A child Python process that runs the tasks of ``shlo._worker`` on request."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -64,14 +64,16 @@ class Worker:
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         return subprocess.Popen(
-            [sys.executable, "-m", "shlo._lowering_worker"],
+            [sys.executable, "-m", "shlo._worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             env=env,
         )
 
-    def call(self, request: dict[str, Any]) -> Any:
+    def call(self, task: str, **request: Any) -> Any:
+        """The result of ``task`` ("lower" or "interpret") with keyword arguments ``request``."""
+        request["task"] = task
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._process = self._start()
@@ -84,7 +86,7 @@ class Worker:
                 process.wait()
                 self._process = None
                 raise ShloError(
-                    f"the compiler crashed ({_signal_name(process.returncode)}) while lowering "
+                    f"the {task} process crashed ({_signal_name(process.returncode)}) on "
                     f"{request.get('filename', 'the module')}: {self._last_words()}"
                 ) from None
         if status == "error":

@@ -25,6 +25,8 @@ FRONTEND = [
     "func.func(chlo-legalize-to-stablehlo)",
     "func.func(stablehlo-legalize-quantized-op-to-qdq)",
     "func.func(stablehlo-legalize-quant-to-math)",
+    # The quantized math is written in CHLO broadcasting ops.
+    "func.func(chlo-legalize-to-stablehlo)",
     "canonicalize",
 ]
 
@@ -56,7 +58,7 @@ def function_types(module: ir.Module, entry: str) -> tuple[list[ir.Type], list[i
     raise ShloError(f"no function @{entry} in the module; it has {listed}")
 
 
-def _keep_only_entry_public(module: ir.Module, entry: str) -> None:
+def keep_only_entry_public(module: ir.Module, entry: str) -> None:
     """Other functions become private so that, once inlined, symbol-dce drops them."""
     with module.context:
         for op in module.body.operations:
@@ -86,7 +88,7 @@ def lower_to_llvm(
     context = source.context if isinstance(source, ir.Module) else new_context()
     module = load_module(source, context) if not isinstance(source, ir.Module) else source
     function_types(module, entry)  # a clear error before any pass runs
-    _keep_only_entry_public(module, entry)
+    keep_only_entry_public(module, entry)
     run_pipeline(module, FRONTEND, filename)
     if arg_types is not None:
         run_pipeline(module, [f"shlo-remove-dynamism{{types={','.join(arg_types)}}}"], filename)

@@ -1,4 +1,4 @@
-"""The child process of ``shlo.isolation.Worker``: lowers modules until stdin closes."""
+"""The child process of ``shlo.isolation.Worker``: runs tasks until stdin closes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import sys
 import traceback
 
 from shlo.diagnostics import ShloError
+from shlo.interpreter import interpret
 from shlo.isolation import read_message, write_message
 from shlo.lowering import lower_to_llvm
+
+TASKS = {"lower": lower_to_llvm, "interpret": interpret}
 
 
 def main() -> None:
@@ -23,12 +26,13 @@ def main() -> None:
         except EOFError:
             return
         try:
-            reply = ("ok", lower_to_llvm(**request))
+            task = TASKS[request.pop("task")]
+            reply = ("ok", task(**request))
         except ShloError as error:
             reply = ("error", (error.summary, error.diagnostics))
         except Exception as error:  # reported to the caller, which raises it
             traceback.print_exc()
-            reply = ("error", (f"internal error while lowering: {error}", []))
+            reply = ("error", (f"internal error: {error}", []))
         write_message(replies, reply)
 
 

@@ -1,0 +1,249 @@
+"""shlo.compile on the CPU: sources, input checks, dtypes, specialization and isolation."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+import shlo
+from shlo.cpu_pipeline import CpuPipeline
+from shlo.io import module_to_bytecode, module_to_portable_artifact
+
+MLP = """
+func.func @main(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> (tensor<2x3xf32>, tensor<f32>) {
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<3xf32>) -> tensor<2x3xf32>
+  %0 = stablehlo.add %x, %bb : tensor<2x3xf32>
+  %1 = call @relu(%0) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %2 = stablehlo.reduce(%1 init: %zero) applies stablehlo.add across dimensions = [0, 1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<f32>
+  return %1, %2 : tensor<2x3xf32>, tensor<f32>
+}
+func.func private @relu(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<2x3xf32>
+  %0 = stablehlo.maximum %x, %zero : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+"""
+
+DYNAMIC = """
+func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = stablehlo.exponential %x : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+"""
+
+X = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+B = np.array([0.5, 0.5, 4.0], np.float32)
+
+
+def expected_mlp(x: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    relu = np.maximum(x + b, 0)
+    return relu, relu.sum()
+
+
+@pytest.mark.parametrize("form", ["text", "bytecode", "artifact", "path", "module"])
+def test_every_source_form_compiles(form: str, tmp_path) -> None:
+    context = shlo.new_context()
+    module = shlo.load_module(MLP, context)
+    sources = {
+        "text": lambda: MLP,
+        "bytecode": lambda: module_to_bytecode(module),
+        "artifact": lambda: module_to_portable_artifact(module, "1.0.0"),
+        "module": lambda: module,
+    }
+    if form == "path":
+        path = tmp_path / "mlp.mlir"
+        path.write_text(MLP)
+        source = path
+    else:
+        source = sources[form]()
+    relu, total = shlo.compile(source, isolate=False)(X, B)
+    want_relu, want_total = expected_mlp(X, B)
+    np.testing.assert_allclose(relu, want_relu)
+    np.testing.assert_allclose(total, want_total, rtol=1e-6)
+
+
+def test_chlo_is_legalized() -> None:
+    source = """
+    func.func @main(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+      %0 = chlo.broadcast_add %x, %b {broadcast_dimensions = array<i64: 1>} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      %1 = chlo.erf %0 : tensor<2x3xf32> -> tensor<2x3xf32>
+      return %1 : tensor<2x3xf32>
+    }
+    """
+    import math
+
+    want = np.vectorize(math.erf)((X + B).astype(np.float64))
+    np.testing.assert_allclose(
+        shlo.compile(source, isolate=False)(X, B), want, rtol=1e-6, atol=1e-7
+    )
+
+
+def test_isolated_compile_matches_in_process() -> None:
+    isolated = shlo.compile(MLP)(X, B)
+    local = shlo.compile(MLP, isolate=False)(X, B)
+    for a, b in zip(isolated, local):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_other_entry_and_no_arguments() -> None:
+    source = """
+    func.func @main() -> tensor<i32> {
+      %0 = stablehlo.constant dense<1> : tensor<i32>
+      return %0 : tensor<i32>
+    }
+    func.func @seven() -> tensor<2xi32> {
+      %0 = stablehlo.constant dense<[3, 4]> : tensor<2xi32>
+      %1 = stablehlo.add %0, %0 : tensor<2xi32>
+      return %1 : tensor<2xi32>
+    }
+    """
+    np.testing.assert_array_equal(shlo.compile(source, entry="seven", isolate=False)(), [6, 8])
+    assert shlo.compile(source, isolate=False)() == 1
+
+
+def test_unknown_entry_names_the_functions() -> None:
+    with pytest.raises(shlo.ShloError, match=r"no function @nope in the module; it has @main"):
+        shlo.compile(DYNAMIC, entry="nope")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((X,), r"@main takes 2 argument\(s\), got 1"),
+        (
+            (X.astype(np.float64), B),
+            r"argument 0 of @main: expected dtype float32 \(f32\), got float64",
+        ),
+        ((X, B[None]), r"argument 1 of @main: expected shape 3, got 1x3"),
+        ((X.T, B), r"argument 0 of @main: expected shape 2x3, got 3x2"),
+    ],
+)
+def test_wrong_inputs_raise_value_error(args: tuple[np.ndarray, ...], message: str) -> None:
+    exe = shlo.compile(MLP, isolate=False)
+    with pytest.raises(ValueError, match=message):
+        exe(*args)
+
+
+def test_non_contiguous_inputs_are_accepted() -> None:
+    wide = np.zeros((2, 6), np.float32)
+    wide[:, ::2] = X
+    relu, _ = shlo.compile(MLP, isolate=False)(wide[:, ::2], B)
+    np.testing.assert_allclose(relu, expected_mlp(X, B)[0])
+
+
+def test_dynamic_module_is_specialized_per_shape_and_cached() -> None:
+    exe = shlo.compile(DYNAMIC, isolate=False)
+    assert exe.is_dynamic and exe.compiled_signatures == []
+    for rows in (1, 5, 1):
+        x = np.linspace(-1, 1, rows * 4, dtype=np.float32).reshape(rows, 4)
+        np.testing.assert_allclose(exe(x), np.exp(x), rtol=1e-6)
+    assert exe.compiled_signatures == [(((1, 4), "f32"),), (((5, 4), "f32"),)]
+    with pytest.raises(ValueError, match=r"expected shape \?x4, got 5x3"):
+        exe(np.zeros((5, 3), np.float32))
+
+
+def test_results_are_fresh_arrays() -> None:
+    exe = shlo.compile(MLP, isolate=False)
+    first, _ = exe(X, B)
+    second, _ = exe(X, B)
+    assert first.flags.owndata and first.flags.c_contiguous
+    assert not np.shares_memory(first, second)
+
+
+def test_duplicate_and_argument_results() -> None:
+    source = """
+    func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) {
+      %0 = stablehlo.negate %x : tensor<3xf32>
+      return %0, %0, %x : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+    }
+    """
+    x = np.array([1, 2, 3], np.float32)
+    a, b, c = shlo.compile(source, isolate=False)(x)
+    np.testing.assert_array_equal(a, -x)
+    np.testing.assert_array_equal(b, -x)
+    np.testing.assert_array_equal(c, x)
+    assert not np.shares_memory(a, b) and not np.shares_memory(c, x)
+
+
+# (MLIR element type, numpy dtype, op, numpy reference)
+DTYPES = [
+    ("i1", np.bool_, "xor", np.logical_xor),
+    ("i2", ml_dtypes.int2, "add", None),
+    ("i4", ml_dtypes.int4, "add", None),
+    ("i8", np.int8, "add", np.add),
+    ("i16", np.int16, "multiply", np.multiply),
+    ("i32", np.int32, "subtract", np.subtract),
+    ("i64", np.int64, "add", np.add),
+    ("ui2", ml_dtypes.uint2, "add", None),
+    ("ui4", ml_dtypes.uint4, "add", None),
+    ("ui8", np.uint8, "add", np.add),
+    ("ui16", np.uint16, "divide", np.floor_divide),
+    ("ui32", np.uint32, "maximum", np.maximum),
+    ("ui64", np.uint64, "add", np.add),
+    ("f16", np.float16, "multiply", np.multiply),
+    ("bf16", ml_dtypes.bfloat16, "add", np.add),
+    ("f32", np.float32, "divide", np.divide),
+    ("f64", np.float64, "subtract", np.subtract),
+    ("f8E4M3FN", ml_dtypes.float8_e4m3fn, "add", np.add),
+    ("f8E5M2", ml_dtypes.float8_e5m2, "multiply", np.multiply),
+    ("f4E2M1FN", ml_dtypes.float4_e2m1fn, "add", np.add),
+    ("complex<f32>", np.complex64, "multiply", np.multiply),
+    ("complex<f64>", np.complex128, "add", np.add),
+]
+
+
+@pytest.mark.parametrize(
+    ("element", "dtype", "op", "reference"), DTYPES, ids=[d[0] for d in DTYPES]
+)
+def test_every_element_type_runs(element: str, dtype, op: str, reference) -> None:
+    source = f"""
+    func.func @main(%a: tensor<4x{element}>, %b: tensor<4x{element}>) -> tensor<4x{element}> {{
+      %0 = stablehlo.{op} %a, %b : tensor<4x{element}>
+      return %0 : tensor<4x{element}>
+    }}
+    """
+    if element in ("i1",):
+        a, b = np.array([True, False, True, False]), np.array([True, True, False, False])
+    elif element.startswith(("i", "ui")):
+        info = (
+            ml_dtypes.iinfo(dtype)
+            if "int" in np.dtype(dtype).name
+            and np.dtype(dtype).itemsize == 1
+            and element[-1] in "24"
+            else np.iinfo(dtype)
+        )
+        a = np.array([info.min, 1, info.max, 0]).astype(dtype)
+        b = np.array([1, 1, 1, 1] if op != "divide" else [1, 1, 2, 3]).astype(dtype)
+    else:
+        a = np.array([1.5, -2, 0.5, 3]).astype(dtype)
+        b = np.array([0.5, 1, 1, -1.5]).astype(dtype)
+    result = shlo.compile(source, isolate=False)(a, b)
+    assert result.dtype == np.dtype(dtype)
+    if reference is None:  # wrapping sub-byte arithmetic
+        bits = int(element.lstrip("ui"))
+        wide = a.astype(np.int64) + b.astype(np.int64)
+        low = wide & ((1 << bits) - 1)
+        want = np.where(element.startswith("i") & (low >= 1 << (bits - 1)), low - (1 << bits), low)
+        np.testing.assert_array_equal(result.astype(np.int64), want)
+    elif np.dtype(dtype).itemsize >= 2 or element in ("i8", "ui8", "i1"):
+        with np.errstate(over="ignore"):
+            want = reference(a, b).astype(dtype)
+        np.testing.assert_array_equal(result, want)
+    else:  # f8/f4: computed in f32 and rounded once
+        want = reference(a.astype(np.float32), b.astype(np.float32)).astype(dtype)
+        np.testing.assert_array_equal(result.astype(np.float32), want.astype(np.float32))
+
+
+def test_pass_abort_is_reported_not_fatal() -> None:
+    # The sparsifier aborts (LLVM fatal error) on StableHLO input; the isolated
+    # worker dies instead of the test process.
+    crashing = CpuPipeline(pre_linalg=("func.func(sparsifier)",))
+    with pytest.raises(shlo.ShloError, match=r"crashed"):
+        shlo.compile(MLP, pipeline=crashing)
+    np.testing.assert_allclose(shlo.compile(MLP)(X, B)[0], expected_mlp(X, B)[0])
+
+
+def test_unknown_target() -> None:
+    with pytest.raises(ValueError, match=r"unknown target 'tpu'"):
+        shlo.compile(MLP, target="tpu")
