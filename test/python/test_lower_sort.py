@@ -1,0 +1,122 @@
+"""stablehlo.sort through the CPU pipeline (shlo-lower-sort), checked against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import shlo
+
+MLIR_TYPES = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.uint32): "ui32",
+    np.dtype(np.bool_): "i1",
+}
+
+
+def tensor_type(shape: tuple[int, ...], element: str) -> str:
+    return "tensor<" + "".join(f"{size}x" for size in shape) + f"{element}>"
+
+
+def sort_program(
+    shape: tuple[int, ...], elements: list[str], dimension: int, comparator: str
+) -> str:
+    """``@main`` sorting its arguments (all of ``shape``) with ``comparator``'s body.
+
+    The comparator's arguments are ``%a0, %b0, %a1, %b1, ...``.
+    """
+    types = [tensor_type(shape, e) for e in elements]
+    params = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(types))
+    block = ", ".join(
+        f"%{side}{i}: tensor<{e}>" for i, e in enumerate(elements) for side in ("a", "b")
+    )
+    results = ", ".join(types)
+    operands = ", ".join(f"%arg{i}" for i in range(len(types)))
+    count = len(types)
+    returned = ", ".join(f"%r#{i}" for i in range(count)) if count > 1 else "%r"
+    name = f"%r:{count}" if count > 1 else "%r"
+    return f"""
+func.func @main({params}) -> ({results}) {{
+  {name} = "stablehlo.sort"({operands}) <{{dimension = {dimension} : i64, is_stable = true}}> ({{
+  ^bb0({block}):
+    {comparator}
+  }}) : ({results}) -> ({results})
+  return {returned} : {results}
+}}
+"""
+
+
+LESS = """%lt = stablehlo.compare LT, %a0, %b0 : ({t}, {t}) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>"""
+GREATER = LESS.replace("LT", "GT")
+
+
+def compile_sort(shape, dtypes, dimension, comparator):
+    elements = [MLIR_TYPES[np.dtype(d)] for d in dtypes]
+    body = comparator.format(t=f"tensor<{elements[0]}>")
+    return shlo.compile(sort_program(shape, elements, dimension, body), isolate=False)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 16, 33, 100])
+def test_sort_1d_matches_numpy(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    run = compile_sort((n,), [np.float32], 0, LESS)
+    np.testing.assert_array_equal(run(x), np.sort(x))
+
+
+@pytest.mark.parametrize("dimension", [0, 1, 2, -1])
+def test_sort_along_any_dimension(dimension):
+    rng = np.random.default_rng(1)
+    x = rng.integers(-50, 50, size=(3, 5, 4)).astype(np.int32)
+    run = compile_sort(x.shape, [np.int32], dimension, LESS)
+    np.testing.assert_array_equal(run(x), np.sort(x, axis=dimension))
+
+
+def test_sort_is_stable_with_payloads():
+    # Many equal keys: the payload (original position) must keep its order.
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 4, size=(2, 37)).astype(np.int32)
+    payload = np.tile(np.arange(37, dtype=np.int32), (2, 1))
+    extra = rng.standard_normal((2, 37)).astype(np.float32)
+    run = compile_sort(keys.shape, [np.int32, np.int32, np.float32], 1, GREATER)
+    got_keys, got_payload, got_extra = run(keys, payload, extra)
+    order = np.argsort(-keys, axis=1, kind="stable")
+    np.testing.assert_array_equal(got_keys, np.take_along_axis(keys, order, 1))
+    np.testing.assert_array_equal(got_payload, order)
+    np.testing.assert_array_equal(got_extra, np.take_along_axis(extra, order, 1))
+
+
+def test_sort_lexicographic_comparator():
+    comparator = """%lt0 = stablehlo.compare LT, %a0, %b0 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %eq0 = stablehlo.compare EQ, %a0, %b0 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %lt1 = stablehlo.compare LT, %a1, %b1 : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %tie = stablehlo.and %eq0, %lt1 : tensor<i1>
+    %lt = stablehlo.or %lt0, %tie : tensor<i1>
+    stablehlo.return %lt : tensor<i1>"""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 3, size=50).astype(np.int32)
+    b = rng.standard_normal(50).astype(np.float32)
+    run = compile_sort((50,), [np.int32, np.float32], 0, comparator)
+    order = np.lexsort((b, a))
+    got_a, got_b = run(a, b)
+    np.testing.assert_array_equal(got_a, a[order])
+    np.testing.assert_array_equal(got_b, b[order])
+
+
+def test_sort_unsigned_compares_unsigned():
+    x = np.array([3, 2**32 - 1, 0, 2**31, 7, 2**31 - 1], dtype=np.uint32)
+    run = compile_sort(x.shape, [np.uint32], 0, LESS)
+    np.testing.assert_array_equal(run(x), np.sort(x))
+
+
+def test_sort_bool():
+    x = np.array([[True, False, True, False, False]])
+    run = compile_sort(x.shape, [np.bool_], 1, LESS)
+    np.testing.assert_array_equal(run(x), np.sort(x, axis=1))
+
+
+def test_sort_dimension_of_size_one():
+    x = np.arange(4, dtype=np.float32).reshape(4, 1)
+    run = compile_sort(x.shape, [np.float32], 1, GREATER)
+    np.testing.assert_array_equal(run(x), x)
