@@ -103,6 +103,22 @@ def _as_custom_call(
     return "\n".join(lines)
 
 
+def _join_check_lines(lines: list[str]) -> Iterator[str]:
+    """Lines, with each check op that spans several lines joined into one."""
+    pending = ""
+    for line in lines:
+        if pending or line.lstrip().startswith(("check.", '"check.')):
+            pending = f"{pending} {line.strip()}" if pending else line
+            opened = sum(pending.count(c) for c in "<([{") - sum(pending.count(c) for c in ">)]}")
+            # "->" in a generic op's type is not a closing bracket.
+            if opened + pending.count("->") > 0:
+                continue
+            line, pending = pending, ""
+        yield line
+    if pending:
+        yield pending
+
+
 def checks_as_custom_calls(text: str) -> str:
     """``check`` dialect ops as ``stablehlo.custom_call @check.*``.
 
@@ -110,7 +126,7 @@ def checks_as_custom_calls(text: str) -> str:
     ``allow_unregistered_dialect``, so the checks are rewritten as text.
     """
     lines = []
-    for line in text.splitlines():
+    for line in _join_check_lines(text.splitlines()):
         generic = _GENERIC_CHECK.match(line)
         if generic:
             indent, name, operands, attributes, types = generic.groups()

@@ -247,3 +247,16 @@ def test_pass_abort_is_reported_not_fatal() -> None:
 def test_unknown_target() -> None:
     with pytest.raises(ValueError, match=r"unknown target 'tpu'"):
         shlo.compile(MLP, target="tpu")
+
+
+def test_inputs_are_never_written() -> None:
+    source = """
+    func.func @main(%x: tensor<4xf32>, %u: tensor<1xf32>) -> tensor<4xf32> {
+      %i = stablehlo.constant dense<1> : tensor<i32>
+      %0 = stablehlo.dynamic_update_slice %x, %u, %i : (tensor<4xf32>, tensor<1xf32>, tensor<i32>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    """
+    x, u = np.zeros(4, np.float32), np.ones(1, np.float32)
+    np.testing.assert_array_equal(shlo.compile(source, isolate=False)(x, u), [0, 1, 0, 0])
+    np.testing.assert_array_equal(x, np.zeros(4))
