@@ -1,0 +1,76 @@
+"""shlo-normalize-dot-general: drop dot algorithms and accumulate narrow floats in f32.
+
+Ours because upstream is missing: ``stablehlo-legalize-to-linalg`` refuses a
+``dot_general`` with an ``algorithm`` attribute (it reaches bufferization as
+"op was not bufferized"); on the CPU the element types' own arithmetic is at
+least as precise, so the attribute is dropped. And linalg accumulates in the
+result type, so an f16 or bf16 dot rounds after every addition, while XLA
+(which produced the expected values of the conformance data) accumulates in
+f32: dots with float results narrower than 32 bits are computed in f32 and
+rounded once.
+
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+      : (tensor<4x3xf16>, tensor<3x6xf16>) -> tensor<4x6xf16>
+  ==>
+  %a32 = stablehlo.convert %a : (tensor<4x3xf16>) -> tensor<4x3xf32>
+  %b32 = stablehlo.convert %b : (tensor<3x6xf16>) -> tensor<3x6xf32>
+  %1 = stablehlo.dot_general %a32, %b32, contracting_dims = [1] x [0]
+      : (tensor<4x3xf32>, tensor<3x6xf32>) -> tensor<4x6xf32>
+  %0 = stablehlo.convert %1 : (tensor<4x6xf32>) -> tensor<4x6xf16>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.ir_utils import ops_named
+from shlo.pass_framework import Pass
+
+
+def _is_narrow_float(element: ir.Type) -> bool:
+    return isinstance(element, ir.FloatType) and element.width < 32
+
+
+def _with_element(value: ir.Value, element: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(ir.RankedTensorType(value.type).shape), element)
+
+
+def _convert(value: ir.Value, element: ir.Type) -> ir.Value:
+    if ir.RankedTensorType(value.type).element_type == element:
+        return value
+    return ir.Operation.create(
+        "stablehlo.convert", results=[_with_element(value, element)], operands=[value]
+    ).result
+
+
+def normalize_dot(op: ir.Operation) -> None:
+    result = op.results[0]
+    result_type = ir.RankedTensorType(result.type)
+    widen = _is_narrow_float(result_type.element_type)
+    if "algorithm" not in op.attributes and not widen:
+        return
+    named = [op.attributes[i] for i in range(len(op.attributes))]
+    attributes = {a.name: a.attr for a in named if a.name != "algorithm"}
+    f32 = ir.F32Type.get()
+    with op.location, ir.InsertionPoint(op):
+        operands = [_convert(v, f32) for v in op.operands] if widen else list(op.operands)
+        dot_type = _with_element(result, f32) if widen else result_type
+        dot = ir.Operation.create(
+            "stablehlo.dot_general", results=[dot_type], operands=operands, attributes=attributes
+        ).result
+        replacement = _convert(dot, result_type.element_type)
+    result.replace_all_uses_with(replacement)
+    op.erase()
+
+
+@dataclass(frozen=True)
+class NormalizeDotGeneralPass(Pass):
+    """Drop dot algorithms and accumulate narrow floats in f32."""
+
+    argument: ClassVar[str] = "shlo-normalize-dot-general"
+
+    def run(self, module: ir.Operation) -> None:
+        for op in ops_named(module, "stablehlo.dot_general"):
+            normalize_dot(op)
