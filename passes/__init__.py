@@ -9,16 +9,64 @@ from __future__ import annotations
 from shlo.pass_framework import Pass
 from shlo.passes.canonicalize_dynamic_reduce_window import CanonicalizeDynamicReduceWindowPass
 from shlo.passes.check_shape_assertions import CheckShapeAssertionsPass
+from shlo.passes.copy_duplicate_results import CopyDuplicateResultsPass
+from shlo.passes.expand_f64_truncation import ExpandF64TruncationPass
+from shlo.passes.expand_small_float_conversions import ExpandSmallFloatConversionsPass
+from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
+from shlo.passes.fold_tuples import FoldTuplesPass
+from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
+from shlo.passes.lower_cholesky import LowerCholeskyPass
+from shlo.passes.lower_collectives import LowerCollectivesPass
+from shlo.passes.lower_complex_bitcast import LowerComplexBitcastPass
+from shlo.passes.lower_complex_cbrt import LowerComplexCbrtPass
+from shlo.passes.lower_control_flow import LowerControlFlowPass
+from shlo.passes.lower_fft import LowerFftPass
+from shlo.passes.lower_rng import LowerRngPass
+from shlo.passes.lower_scatter import LowerScatterPass
+from shlo.passes.lower_select_and_scatter import LowerSelectAndScatterPass
+from shlo.passes.lower_sort import LowerSortPass
+from shlo.passes.lower_strided_copies import LowerStridedCopiesPass
+from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
+from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
+from shlo.passes.read_only_arguments import ReadOnlyArgumentsPass
 from shlo.passes.remove_dynamism import RemoveDynamismPass
+from shlo.passes.saturate_float_to_int import SaturateFloatToIntPass
 from shlo.passes.simplify import SimplifyPass
+from shlo.passes.unroll_replicas import UnrollReplicasPass
 from shlo.passes.verify_static import VerifyStaticPass
+from shlo.passes.widen_small_float_converts import WidenSmallFloatConvertsPass
+from shlo.passes.widen_unsigned_quantized import WidenUnsignedQuantizedPass
 
 PASSES: dict[str, type[Pass]] = {
     CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
     CheckShapeAssertionsPass.argument: CheckShapeAssertionsPass,
+    CopyDuplicateResultsPass.argument: CopyDuplicateResultsPass,
+    ExpandF64TruncationPass.argument: ExpandF64TruncationPass,
+    ExpandSmallFloatConversionsPass.argument: ExpandSmallFloatConversionsPass,
+    FixElementwiseSemanticsPass.argument: FixElementwiseSemanticsPass,
+    FoldTuplesPass.argument: FoldTuplesPass,
+    LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,
+    LowerCholeskyPass.argument: LowerCholeskyPass,
+    LowerCollectivesPass.argument: LowerCollectivesPass,
+    LowerComplexBitcastPass.argument: LowerComplexBitcastPass,
+    LowerComplexCbrtPass.argument: LowerComplexCbrtPass,
+    LowerControlFlowPass.argument: LowerControlFlowPass,
+    LowerFftPass.argument: LowerFftPass,
+    LowerRngPass.argument: LowerRngPass,
+    LowerScatterPass.argument: LowerScatterPass,
+    LowerSelectAndScatterPass.argument: LowerSelectAndScatterPass,
+    LowerSortPass.argument: LowerSortPass,
+    LowerStridedCopiesPass.argument: LowerStridedCopiesPass,
+    LowerTriangularSolvePass.argument: LowerTriangularSolvePass,
+    NormalizeDotGeneralPass.argument: NormalizeDotGeneralPass,
+    ReadOnlyArgumentsPass.argument: ReadOnlyArgumentsPass,
     RemoveDynamismPass.argument: RemoveDynamismPass,
+    SaturateFloatToIntPass.argument: SaturateFloatToIntPass,
     SimplifyPass.argument: SimplifyPass,
+    UnrollReplicasPass.argument: UnrollReplicasPass,
     VerifyStaticPass.argument: VerifyStaticPass,
+    WidenSmallFloatConvertsPass.argument: WidenSmallFloatConvertsPass,
+    WidenUnsignedQuantizedPass.argument: WidenUnsignedQuantizedPass,
 }
 
 __all__ = ["PASSES"]

@@ -10,11 +10,11 @@ from shlo.pipeline import PipelineError, run_pipeline
 from shlo.refine import refine
 
 __all__ = [
-    "Executable",
-    "compile",
     "Diagnostic",
+    "Executable",
     "PipelineError",
     "ShloError",
+    "compile",
     "ir",
     "load_module",
     "new_context",

@@ -17,29 +17,30 @@ from __future__ import annotations
 import functools
 
 from torch_mlir import ir, passmanager, rewrite
-from torch_mlir.dialects import arith, func, linalg, math, scf, tensor
-from torch_mlir.dialects import complex as complex_dialect
 from torch_mlir._mlir_libs import _stablehlo
+from torch_mlir.dialects import arith, func, linalg, math, quant, scf, tensor
+from torch_mlir.dialects import complex as complex_dialect
 from torch_mlir.execution_engine import ExecutionEngine
 
 __all__ = [
     "ExecutionEngine",
     "arith",
     "complex_dialect",
-    "func",
-    "linalg",
-    "math",
-    "scf",
-    "tensor",
     "current_version",
     "deserialize_portable_artifact",
     "eval_module",
+    "func",
     "ir",
+    "linalg",
+    "math",
     "minimum_version",
     "new_context",
     "passmanager",
+    "quant",
     "rewrite",
+    "scf",
     "serialize_portable_artifact",
+    "tensor",
 ]
 
 # A pass that lists chlo as a dependent dialect, run on a module holding one

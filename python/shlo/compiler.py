@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -115,6 +116,17 @@ class Executable:
             return function
 
 
+_QUANTIZED = re.compile(r"^!quant\.uniform<(u?)i(\d+)")
+
+
+def _storage_element_type(element: str) -> str:
+    """The element type numpy passes: quantized values travel as their storage integers."""
+    quantized = _QUANTIZED.match(element)
+    if quantized:
+        return f"{'ui' if quantized.group(1) else 'i'}{quantized.group(2)}"
+    return mlir_element_type(element)
+
+
 def compile(
     source: Source,
     target: str = "cpu",
@@ -150,7 +162,7 @@ def compile(
         shape = tuple(
             None if type_.is_dynamic_dim(d) else type_.shape[d] for d in range(type_.rank)
         )
-        params.append((shape, mlir_element_type(str(type_.element_type))))
+        params.append((shape, _storage_element_type(str(type_.element_type))))
     return Executable(
         module_to_bytecode(module), entry, params, isolate, pipeline or CpuPipeline(), filename
     )

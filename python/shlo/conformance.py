@@ -35,6 +35,7 @@ import numpy as np
 from shlo._mlir_compat import ir, new_context
 from shlo.diagnostics import ShloError
 from shlo.lowering import lower_to_llvm
+from shlo.pipeline import run_pipeline
 from shlo.runtime import ArrayType, LoadedFunction
 
 # Upstream's tolerances (stablehlo-translate --interpret).
@@ -44,6 +45,7 @@ MAX_ULP_DIFFERENCE = 3
 FILE_TIMEOUT_S = 300
 
 _CHECK_LINE = re.compile(r"^(\s*)check\.(\w+)\s+(.*?)\s*:\s*([^:]+)$")
+_TRAILING_ATTRIBUTES = re.compile(r"\s*\{([^{}]*)\}\s*$")
 _EXPECTED_NAMES = itertools.count()
 _GENERIC_CHECK = re.compile(r'^(\s*)"check\.(\w+)"\((.*?)\)\s*<?\{(.*)\}>?\s*:\s*(.*)$')
 
@@ -111,7 +113,7 @@ def _join_check_lines(lines: list[str]) -> Iterator[str]:
             pending = f"{pending} {line.strip()}" if pending else line
             opened = sum(pending.count(c) for c in "<([{") - sum(pending.count(c) for c in ">)]}")
             # "->" in a generic op's type is not a closing bracket.
-            if opened + pending.count("->") > 0:
+            if opened + pending.count("->") > 0 or pending.rstrip().endswith(","):
                 continue
             line, pending = pending, ""
         yield line
@@ -126,7 +128,12 @@ def checks_as_custom_calls(text: str) -> str:
     ``allow_unregistered_dialect``, so the checks are rewritten as text.
     """
     lines = []
-    for line in _join_check_lines(text.splitlines()):
+    # A trailing "// comment" after a check (all_reduce.mlir has some) is dropped.
+    source = [
+        re.sub(r"\s+//.*$", "", line) if line.lstrip().startswith("check.") else line
+        for line in text.splitlines()
+    ]
+    for line in _join_check_lines(source):
         generic = _GENERIC_CHECK.match(line)
         if generic:
             indent, name, operands, attributes, types = generic.groups()
@@ -136,12 +143,16 @@ def checks_as_custom_calls(text: str) -> str:
                 _as_custom_call(indent, name, operand_list, type_list, _split_top_level(attributes))
             )
             continue
+        # A trailing attribute dictionary: "... : tensor<f64> {tolerance = 0.1 : f64}".
+        trailing = _TRAILING_ATTRIBUTES.search(line) if line.lstrip().startswith("check.") else None
+        if trailing:
+            line = line[: trailing.start()]
         match = _CHECK_LINE.match(line)
         if not match:
             lines.append(line)
             continue
         indent, name, head, types = match.groups()
-        operands, attributes = [], []
+        operands, attributes = [], [trailing.group(1).strip()] if trailing else []
         for item in _split_top_level(head):
             if item.startswith("%"):
                 operands.append(item)
@@ -157,6 +168,20 @@ def checks_as_custom_calls(text: str) -> str:
             _as_custom_call(indent, name, operands, operand_types[: len(operands)], attributes)
         )
     return "\n".join(lines)
+
+
+_RUN_PARALLEL = re.compile(r'"interpreter\.run_parallel"(\([^()]*\)\s*)\{')
+
+
+def run_parallel_as_custom_calls(text: str) -> str:
+    """``interpreter.run_parallel`` as a custom call that shlo-unroll-replicas expands.
+
+    The interpreter dialect is not in the wheel; its ``programs`` and
+    ``infeed`` attributes stay as they are.
+    """
+    return _RUN_PARALLEL.sub(
+        r'"stablehlo.custom_call"\1{call_target_name = "interpreter.run_parallel", ', text
+    )
 
 
 @dataclass
@@ -180,11 +205,10 @@ def _float_attr(op: ir.Operation, name: str) -> float | None:
     if name not in op.attributes:
         return None
     attr = op.attributes[name]
-    return (
-        float(ir.FloatAttr(attr).value)
-        if ir.FloatAttr.isinstance(attr)
-        else float(ir.IntegerAttr(attr).value)
-    )
+    try:
+        return float(ir.FloatAttr(attr).value)
+    except ValueError:
+        return float(ir.IntegerAttr(attr).value)
 
 
 def _create(name: str, result_type: ir.Type, value: ir.Attribute, before: ir.Operation) -> ir.Value:
@@ -356,6 +380,8 @@ def run_function(text: str, name: str, filename: str) -> tuple[str, str]:
     if any(c.kind.startswith("expect_serialized") for c in checks):
         return "unsupported", "check.expect_serialized_eq compares interpreter probe files"
     try:
+        if "interpreter.run_parallel" in text:
+            run_pipeline(module, ["inline", "shlo-unroll-replicas"], filename)
         lowered = lower_to_llvm(module, name, None, filename=filename)
     except ShloError as error:
         return "error", str(error).splitlines()[0] if str(error) else error.summary
@@ -383,7 +409,7 @@ def run_file(path: Path, root: Path) -> list[CaseResult]:
     text = path.read_text()
     if "testdata" in path.parts and "quantized" not in path.parts and not _is_executable(text):
         return []
-    text = checks_as_custom_calls(text)
+    text = run_parallel_as_custom_calls(checks_as_custom_calls(text))
     chunks = _chunks(text)
     results = []
     for index, (first_line, chunk) in enumerate(chunks):

@@ -38,25 +38,37 @@ SCALAR_LOOPS = CodegenStrategy(
 # allocations are replaced by those parameters (no copy back).
 _BUFFERIZE = (
     "shlo-copy-duplicate-results",
+    "shlo-read-only-arguments",
     # Loops (scf.while from stablehlo.while) may yield fresh buffers.
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map}",
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
     "buffer-deallocation-pipeline",
+    # The JIT has no memrefCopy: copies of strided views become linalg.copy.
+    "shlo-lower-strided-copies",
 )
 
 _TO_LLVM = (
+    # First: complex math becomes arith and math ops, which the passes below lower.
+    "convert-complex-to-standard",
     "convert-scf-to-cf",
     "expand-strided-metadata",
     "lower-affine",
     "finalize-memref-to-llvm",
+    # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
+    # AVX512-BF16 and calls compiler-rt (absent) on the others.
     "arith-emulate-unsupported-floats{source-types="
-    + ",".join(EMULATED_FLOATS)
+    + ",".join(("bf16", *EMULATED_FLOATS))
     + " target-type=f32}",
+    "math-extend-to-supported-types{target-type=f32}",
+    # Right after the emulation: its f8/f4 extf/truncf become integer code.
+    "shlo-expand-small-float-conversions",
     "convert-math-to-llvm",
     "convert-math-to-libm",
-    "convert-complex-to-standard",
+    # After every pass that may emit arith.truncf: f64 -> f16/bf16 and
+    # f32 -> bf16 become code that needs no runtime function.
+    "shlo-expand-f64-truncation",
     "convert-arith-to-llvm",
     "convert-complex-to-llvm",
     "convert-func-to-llvm",
@@ -70,9 +82,25 @@ _TO_LLVM = (
 # Our lowerings for StableHLO ops that upstream stablehlo-legalize-to-linalg
 # leaves alone or lowers wrongly, in the order they run.
 PRE_LINALG_LOWERINGS: tuple[str, ...] = (
+    # First: collectives become slices, concatenates and maps that later passes may fix.
+    "shlo-lower-collectives",
     "shlo-lower-scatter",
     "shlo-lower-sort",
     "shlo-lower-select-and-scatter",
+    "shlo-lower-fft",
+    "shlo-lower-triangular-solve",
+    "shlo-lower-cholesky",
+    "shlo-lower-rng",
+    # After the lowerings above, which may emit the ops it fixes.
+    "shlo-fix-elementwise-semantics",
+    # Before the saturation, whose bounds a small float may not hold.
+    "shlo-widen-small-float-converts",
+    # NaN -> 0 and saturation for float-to-integer converts, as the interpreter.
+    "shlo-saturate-float-to-int",
+    "shlo-lower-complex-bitcast",
+    "shlo-lower-complex-cbrt",
+    "shlo-normalize-dot-general",
+    "shlo-fold-tuples",
     # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
     "shlo-lower-control-flow",
 )

@@ -28,6 +28,8 @@ _NUMPY_OF_MLIR: dict[str, np.dtype[Any]] = {
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
     "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn),
+    "f6E2M3FN": np.dtype(ml_dtypes.float6_e2m3fn),
+    "f6E3M2FN": np.dtype(ml_dtypes.float6_e3m2fn),
     "f8E3M4": np.dtype(ml_dtypes.float8_e3m4),
     "f8E4M3": np.dtype(ml_dtypes.float8_e4m3),
     "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
@@ -42,7 +44,7 @@ _NUMPY_OF_MLIR: dict[str, np.dtype[Any]] = {
 _MLIR_OF_NUMPY = {dtype: name for name, dtype in _NUMPY_OF_MLIR.items()}
 
 # Floats that LLVM cannot compute with on the CPU; they are emulated in f32.
-EMULATED_FLOATS = tuple(name for name in _NUMPY_OF_MLIR if name.startswith(("f8", "f4")))
+EMULATED_FLOATS = tuple(name for name in _NUMPY_OF_MLIR if name.startswith(("f8E", "f6E", "f4E")))
 
 
 def numpy_dtype(element_type: str) -> np.dtype[Any]:

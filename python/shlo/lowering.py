@@ -23,10 +23,15 @@ FRONTEND = [
     "inline",
     "symbol-dce",
     "func.func(chlo-legalize-to-stablehlo)",
+    # Unsigned storage and region ops are beyond upstream's quantized lowering.
+    "shlo-widen-unsigned-quantized",
+    "shlo-legalize-quantized-regions",
     "func.func(stablehlo-legalize-quantized-op-to-qdq)",
     "func.func(stablehlo-legalize-quant-to-math)",
     # The quantized math is written in CHLO broadcasting ops.
     "func.func(chlo-legalize-to-stablehlo)",
+    # Before canonicalize folds ops that upstream gets wrong (i1 add as xor).
+    "shlo-fix-elementwise-semantics",
     "canonicalize",
 ]
 
@@ -90,8 +95,9 @@ def lower_to_llvm(
     function_types(module, entry)  # a clear error before any pass runs
     keep_only_entry_public(module, entry)
     run_pipeline(module, FRONTEND, filename)
-    if arg_types is not None:
-        run_pipeline(module, [f"shlo-remove-dynamism{{types={','.join(arg_types)}}}"], filename)
+    # Static programs may still hold dynamic ops with constant shape operands.
+    types = f"{{types={','.join(arg_types)}}}" if arg_types is not None else ""
+    run_pipeline(module, [f"shlo-remove-dynamism{types}"], filename)
     inputs, results = function_types(module, "main")
     for type_ in [*inputs, *results]:
         if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:

@@ -260,3 +260,34 @@ def test_inputs_are_never_written() -> None:
     x, u = np.zeros(4, np.float32), np.ones(1, np.float32)
     np.testing.assert_array_equal(shlo.compile(source, isolate=False)(x, u), [0, 1, 0, 0])
     np.testing.assert_array_equal(x, np.zeros(4))
+
+
+def test_quantized_arguments_pass_their_storage_integers() -> None:
+    source = """
+    func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<4xf32> {
+      %0 = stablehlo.uniform_dequantize %x : (tensor<4x!quant.uniform<i8:f32, 0.5:-1>>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    """
+    exe = shlo.compile(source, isolate=False)
+    np.testing.assert_array_equal(exe(np.array([-1, 0, 1, 10], np.int8)), [0, 0.5, 1, 5.5])
+
+
+def test_bf16_arithmetic_keeps_subnormals() -> None:
+    # LLVM's native bf16 rounding flushes subnormals on AVX512-BF16 hosts.
+    source = """
+    func.func @main(%a: tensor<3xbf16>, %b: tensor<3xbf16>) -> (tensor<3xbf16>, tensor<3xbf16>) {
+      %0 = stablehlo.multiply %a, %b : tensor<3xbf16>
+      %1 = stablehlo.exponential %a : tensor<3xbf16>
+      return %0, %1 : tensor<3xbf16>, tensor<3xbf16>
+    }
+    """
+    a = np.array([1e-20, -90, 2], ml_dtypes.bfloat16)
+    b = np.array([1e-19, 1, 3], ml_dtypes.bfloat16)
+    product, exp = shlo.compile(source, isolate=False)(a, b)
+    wide = a.astype(np.float32)
+    want_product = (wide * b.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(product.view(np.uint16), want_product.view(np.uint16))
+    np.testing.assert_array_equal(
+        exp.view(np.uint16), np.exp(wide).astype(ml_dtypes.bfloat16).view(np.uint16)
+    )
