@@ -10,10 +10,12 @@ from shlo.pass_framework import Pass
 from shlo.passes.canonicalize_dynamic_reduce_window import CanonicalizeDynamicReduceWindowPass
 from shlo.passes.check_shape_assertions import CheckShapeAssertionsPass
 from shlo.passes.copy_duplicate_results import CopyDuplicateResultsPass
+from shlo.passes.erase_codegen_recipes import EraseCodegenRecipesPass
 from shlo.passes.expand_f64_truncation import ExpandF64TruncationPass
 from shlo.passes.expand_small_float_conversions import ExpandSmallFloatConversionsPass
 from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
 from shlo.passes.fold_tuples import FoldTuplesPass
+from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
 from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
 from shlo.passes.lower_cholesky import LowerCholeskyPass
 from shlo.passes.lower_collectives import LowerCollectivesPass
@@ -38,6 +40,8 @@ from shlo.passes.widen_small_float_converts import WidenSmallFloatConvertsPass
 from shlo.passes.widen_unsigned_quantized import WidenUnsignedQuantizedPass
 
 PASSES: dict[str, type[Pass]] = {
+    EraseCodegenRecipesPass.argument: EraseCodegenRecipesPass,
+    InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
     CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
     CheckShapeAssertionsPass.argument: CheckShapeAssertionsPass,
     CopyDuplicateResultsPass.argument: CopyDuplicateResultsPass,

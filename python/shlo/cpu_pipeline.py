@@ -1,9 +1,10 @@
 """The CPU pipeline: static StableHLO -> linalg -> loops -> LLVM dialect, in named stages.
 
 Each stage is a plain list of pipeline elements. Code generation for linalg
-ops is a separate, swappable ``CodegenStrategy``, so tiling, packing,
-vectorization or threading can replace the default loops without touching
-the legalization, bufferization or LLVM stages.
+ops is a separate, swappable ``CodegenStrategy``: per-op-kind recipes in the
+transform dialect (``shlo.codegen_recipes``: tiling, packing, vectorization of
+contractions, convolutions, ...) plus the passes around them, so a strategy
+changes without touching the legalization, bufferization or LLVM stages.
 """
 
 from __future__ import annotations
@@ -17,13 +18,26 @@ from shlo.dtypes import EMULATED_FLOATS
 class CodegenStrategy:
     """How linalg-on-tensors becomes loops over buffers.
 
-    ``tensor_passes`` run before bufferization (fusion, tiling, packing),
-    ``loop_passes`` after it (the loop conversion, vectorization, threading).
+    ``recipes`` (names in ``shlo.codegen_recipes.RECIPES``) transform the ops
+    of their kind first; ``tensor_passes`` then run before bufferization
+    (fusion, tiling, packing), ``loop_passes`` after it (the loop conversion,
+    vectorization, threading).
     """
 
     name: str
     tensor_passes: tuple[str, ...]
     loop_passes: tuple[str, ...]
+    recipes: tuple[str, ...] = ()
+
+    def tensor_stage(self) -> list[str]:
+        if not self.recipes:
+            return list(self.tensor_passes)
+        return [
+            f"shlo-insert-codegen-recipes{{recipes={','.join(self.recipes)}}}",
+            "transform-interpreter",
+            "shlo-erase-codegen-recipes",
+            *self.tensor_passes,
+        ]
 
 
 # Fuse elementwise producers into consumers, then emit scalar loops.
@@ -124,7 +138,7 @@ class CpuPipeline:
                     "canonicalize",
                 ],
             ),
-            ("tensor-codegen", list(self.strategy.tensor_passes)),
+            ("tensor-codegen", self.strategy.tensor_stage()),
             ("bufferize", list(_BUFFERIZE)),
             ("loop-codegen", list(self.strategy.loop_passes)),
             ("to-llvm", list(_TO_LLVM)),

@@ -1,0 +1,36 @@
+"""shlo-erase-codegen-recipes: remove transform sequences once they are applied.
+
+Ours because upstream is missing: ``transform-interpreter`` leaves its
+sequence in the module, and the LLVM conversion cannot handle it.
+
+  module attributes {transform.with_named_sequence} {
+    func.func @main ...
+    transform.named_sequence @__transform_main(...) { ... }
+  }
+  ==>
+  module {
+    func.func @main ...
+  }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.pass_framework import Pass
+
+
+@dataclass(frozen=True)
+class EraseCodegenRecipesPass(Pass):
+    """Erase transform.named_sequence ops and the module's transform attribute."""
+
+    argument: ClassVar[str] = "shlo-erase-codegen-recipes"
+
+    def run(self, module: ir.Operation) -> None:
+        for op in list(module.regions[0].blocks[0].operations):
+            if op.operation.name == "transform.named_sequence":
+                op.operation.erase()
+        if "transform.with_named_sequence" in module.attributes:
+            del module.attributes["transform.with_named_sequence"]

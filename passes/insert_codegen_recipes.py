@@ -1,0 +1,49 @@
+"""shlo-insert-codegen-recipes: add the transform sequence of named codegen recipes.
+
+Ours because upstream is missing: ``transform-interpreter`` runs a sequence
+that must already be in the module (or a file). This pass writes the
+sequence for the recipes of ``shlo.codegen_recipes`` into the module, so a
+pipeline string selects per-op-kind code generation by name. Run
+``transform-interpreter`` next and ``shlo-erase-codegen-recipes`` after it.
+
+  module { func.func @main ... }
+  ==> shlo-insert-codegen-recipes{recipes=tile-matmul-32}
+  module attributes {transform.with_named_sequence} {
+    func.func @main ...
+    transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+      %ops0 = transform.structured.match ops{["linalg.matmul", ...]} in %root : ...
+      %tiled, %loops:2 = transform.structured.tile_using_for %ops0 tile_sizes [32, 32] : ...
+      transform.yield
+    }
+  }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.codegen_recipes import transform_module_text
+from shlo.pass_framework import Pass, PassError
+
+
+@dataclass(frozen=True)
+class InsertCodegenRecipesPass(Pass):
+    """Add the transform sequence applying ``recipes`` (names from shlo.codegen_recipes)."""
+
+    argument: ClassVar[str] = "shlo-insert-codegen-recipes"
+    recipes: tuple[str, ...] = ()
+
+    def run(self, module: ir.Operation) -> None:
+        try:
+            text = transform_module_text(self.recipes)
+        except ValueError as error:
+            raise PassError(module.location, str(error)) from None
+        sequence = ir.Module.parse(
+            f"module attributes {{transform.with_named_sequence}} {{\n{text}\n}}", module.context
+        )
+        block = module.regions[0].blocks[0]
+        for op in list(sequence.body.operations):
+            block.append(op.operation)
+        module.attributes["transform.with_named_sequence"] = ir.UnitAttr.get(module.context)
