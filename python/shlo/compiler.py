@@ -48,9 +48,14 @@ class Executable:
         self._filename = filename
         self._compiled: dict[Signature, LoadedFunction] = {}
         self._lock = threading.Lock()
+        self._dtypes = [numpy_dtype(element_type) for _, element_type in params]
+        # Fully static parameter shapes compare as one tuple.
+        self._static_shapes = [None if None in shape else shape for shape, _ in params]
         self.is_dynamic = any(None in shape for shape, _ in params)
+        # A static entry has one function: calls skip the signature lookup.
+        self._static: LoadedFunction | None = None
         if not self.is_dynamic:
-            self._load(tuple((tuple(s), t) for s, t in params))  # type: ignore[misc]
+            self._static = self._load(tuple((tuple(s), t) for s, t in params))  # type: ignore[misc]
 
     @property
     def compiled_signatures(self) -> list[Signature]:
@@ -59,8 +64,11 @@ class Executable:
 
     def __call__(self, *args: Any) -> Any:
         arrays = self._check_inputs(args)
-        signature = tuple((a.shape, t) for a, (_, t) in zip(arrays, self.params))
-        function = self._compiled.get(signature) or self._load(signature)
+        if self._static is not None:
+            function = self._static
+        else:
+            signature = tuple((a.shape, t) for a, (_, t) in zip(arrays, self.params))
+            function = self._compiled.get(signature) or self._load(signature)
         results = function(arrays)
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -68,24 +76,35 @@ class Executable:
         if len(args) != len(self.params):
             raise ValueError(f"@{self.entry} takes {len(self.params)} argument(s), got {len(args)}")
         arrays = []
-        for index, (arg, (shape, element_type)) in enumerate(zip(args, self.params)):
-            expected = numpy_dtype(element_type)
-            array = np.asarray(arg)
-            if array.dtype != expected:
-                raise ValueError(
-                    f"argument {index} of @{self.entry}: expected dtype {expected.name} "
-                    f"({element_type}), got {array.dtype.name}"
-                )
-            if array.ndim != len(shape) or any(
-                want is not None and want != got for want, got in zip(shape, array.shape)
+        for index, arg in enumerate(args):
+            array = arg if type(arg) is np.ndarray else np.asarray(arg)
+            static = self._static_shapes[index]
+            if array.dtype != self._dtypes[index] or (
+                array.shape != static if static is not None else not self._shape_fits(index, array)
             ):
-                wanted = "x".join("?" if d is None else str(d) for d in shape) or "scalar"
-                raise ValueError(
-                    f"argument {index} of @{self.entry}: expected shape {wanted}, "
-                    f"got {'x'.join(map(str, array.shape)) or 'scalar'}"
-                )
-            arrays.append(np.ascontiguousarray(array))
+                self._raise_mismatch(index, array)
+            arrays.append(array if array.flags.c_contiguous else np.ascontiguousarray(array))
         return arrays
+
+    def _shape_fits(self, index: int, array: np.ndarray) -> bool:
+        shape = self.params[index][0]
+        return array.ndim == len(shape) and all(
+            want is None or want == got for want, got in zip(shape, array.shape)
+        )
+
+    def _raise_mismatch(self, index: int, array: np.ndarray) -> None:
+        shape, element_type = self.params[index]
+        expected = self._dtypes[index]
+        if array.dtype != expected:
+            raise ValueError(
+                f"argument {index} of @{self.entry}: expected dtype {expected.name} "
+                f"({element_type}), got {array.dtype.name}"
+            )
+        wanted = "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+        raise ValueError(
+            f"argument {index} of @{self.entry}: expected shape {wanted}, "
+            f"got {'x'.join(map(str, array.shape)) or 'scalar'}"
+        )
 
     def _load(self, signature: Signature) -> LoadedFunction:
         with self._lock:

@@ -5,12 +5,14 @@ which takes an array of pointers to the lowered arguments. Each memref
 becomes (allocated pointer, aligned pointer, offset, sizes..., strides...),
 inputs first, then one out-parameter per result. Shapes are static, so all
 but the data pointers are fixed when the function is loaded, and a call costs
-one ctypes call plus one ``np.empty`` per result.
+one ctypes call plus one ``np.empty`` per result; the argument arrays are
+kept per thread, so concurrent calls from several threads are safe.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,20 +84,34 @@ class LoadedFunction:
         if not address:
             raise RuntimeError("the JIT has no symbol main")
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
-        self._tails = [_memref_tail(t.shape) for t in [*inputs, *results]]
-        self._arity = sum(2 + len(tail) for tail in self._tails)
-        self._values_type = ctypes.c_int64 * self._arity
-        self._pointers_type = ctypes.c_void_p * self._arity
+        # The lowered arguments with 0 for the data pointers, and where those go.
+        self._template: list[int] = []
+        self._pointer_slots: list[int] = []
+        for type_ in [*inputs, *results]:
+            self._pointer_slots.append(len(self._template))
+            self._template += [0, 0, *_memref_tail(type_.shape)]
+        self._result_specs = [(t.shape, t.dtype) for t in results]
+        self._sub_byte = any(t.element_type in _SUB_BYTE_BITS for t in results)
+        self._per_thread = threading.local()
+
+    def _argument_buffers(self) -> tuple[ctypes.Array[ctypes.c_int64], int]:
+        """This thread's argument values and the address of the pointers to them."""
+        buffers = getattr(self._per_thread, "buffers", None)
+        if buffers is None:
+            count = len(self._template)
+            values = (ctypes.c_int64 * count)(*self._template)
+            base = ctypes.addressof(values)
+            pointers = (ctypes.c_void_p * count)(*range(base, base + 8 * count, 8))
+            buffers = self._per_thread.buffers = (values, ctypes.addressof(pointers), pointers)
+        return buffers[0], buffers[1]
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run on C-contiguous arrays of the input types; returns new result arrays."""
-        outputs = [np.empty(t.shape, t.dtype) for t in self.results]
-        flat: list[int] = []
-        for array, tail in zip([*arrays, *outputs], self._tails):
-            pointer = array.ctypes.data
-            flat += [pointer, pointer, *tail]
-        values = self._values_type(*flat)
-        base = ctypes.addressof(values)
-        pointers = self._pointers_type(*range(base, base + 8 * self._arity, 8))
-        self._function(ctypes.addressof(pointers))
-        return [_fix_sub_byte(out, t.element_type) for out, t in zip(outputs, self.results)]
+        outputs = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
+        values, pointers = self._argument_buffers()
+        for slot, array in zip(self._pointer_slots, [*arrays, *outputs]):
+            values[slot] = values[slot + 1] = array.__array_interface__["data"][0]
+        self._function(pointers)
+        if self._sub_byte:
+            return [_fix_sub_byte(out, t.element_type) for out, t in zip(outputs, self.results)]
+        return outputs

@@ -291,3 +291,16 @@ def test_bf16_arithmetic_keeps_subnormals() -> None:
     np.testing.assert_array_equal(
         exp.view(np.uint16), np.exp(wide).astype(ml_dtypes.bfloat16).view(np.uint16)
     )
+
+
+def test_concurrent_calls_from_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    exe = shlo.compile(MLP, isolate=False)
+    inputs = [(X * k, B * k) for k in range(16)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda args: exe(*args), inputs * 8))
+    for (x, b), (relu, total) in zip(inputs * 8, results):
+        want_relu, want_total = expected_mlp(x, b)
+        np.testing.assert_allclose(relu, want_relu)
+        np.testing.assert_allclose(total, want_total, rtol=1e-5)
