@@ -60,9 +60,9 @@ class Worker:
     def _start(self) -> subprocess.Popen[bytes]:
         self._stderr = tempfile.TemporaryFile()
         env = dict(os.environ)
-        # The child must import the same shlo, even when it is not installed.
-        package_root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        # The child must import the same shlo as this process, even one found
+        # through a sys.path entry added at run time.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, sys.path))
         return subprocess.Popen(
             [sys.executable, "-m", "shlo._worker"],
             stdin=subprocess.PIPE,
