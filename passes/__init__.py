@@ -30,6 +30,7 @@ from shlo.passes.lower_sort import LowerSortPass
 from shlo.passes.lower_strided_copies import LowerStridedCopiesPass
 from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
 from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
+from shlo.passes.precise_libm_calls import PreciseLibmCallsPass
 from shlo.passes.read_only_arguments import ReadOnlyArgumentsPass
 from shlo.passes.remove_dynamism import RemoveDynamismPass
 from shlo.passes.saturate_float_to_int import SaturateFloatToIntPass
@@ -63,6 +64,7 @@ PASSES: dict[str, type[Pass]] = {
     LowerStridedCopiesPass.argument: LowerStridedCopiesPass,
     LowerTriangularSolvePass.argument: LowerTriangularSolvePass,
     NormalizeDotGeneralPass.argument: NormalizeDotGeneralPass,
+    PreciseLibmCallsPass.argument: PreciseLibmCallsPass,
     ReadOnlyArgumentsPass.argument: ReadOnlyArgumentsPass,
     RemoveDynamismPass.argument: RemoveDynamismPass,
     SaturateFloatToIntPass.argument: SaturateFloatToIntPass,

@@ -12,12 +12,13 @@ before it runs, into StableHLO that it lowers correctly:
   interpreter's integer algorithm (round to nearest even, overflow to
   infinity, underflow to zero). NaN stays the operand, or becomes +infinity
   when no mantissa bit is kept.
-- ``log_plus_one`` and ``exponential_minus_one`` on real floats are computed
-  in f64 (f32 for floats narrower than f32) with the classic correction formulas,
+- ``log_plus_one`` and ``exponential_minus_one`` on floats narrower than f32
+  are computed in f32 with the classic correction formulas,
   ``log1p(x) = log(u) * x / (u - 1)`` and ``expm1(x) = (u - 1) * x / log(u)``,
-  then rounded back; upstream's ``log(1 + x)`` and ``exp(x) - 1`` lose all
-  precision near 0. Complex ``log_plus_one`` takes its real
-  part from that log1p, ``log|1 + z| = log1p(x * (2 + x) + y * y) / 2``.
+  then rounded back (this matches XLA's f16 results; f32 and f64 call the C
+  library through ``shlo-precise-libm-calls``); upstream's ``log(1 + x)`` and
+  ``exp(x) - 1`` lose all precision near 0. Complex ``log_plus_one`` takes its
+  real part from that log1p in f64, ``log|1 + z| = log1p(x * (2 + x) + y * y) / 2``.
 
   %0 = stablehlo.add %a, %b : tensor<4xi1>
   %1 = stablehlo.maximum %c, %d : tensor<4xcomplex<f32>>
@@ -289,7 +290,8 @@ class FixElementwiseSemanticsPass(Pass):
             elif op.name == "stablehlo.reduce_precision":
                 if str(element) in MANTISSA_BITS:
                     fix_reduce_precision(op)
-            elif isinstance(element, ir.FloatType) or (
+            elif (isinstance(element, ir.FloatType) and element.width < 32) or (
                 op.name == "stablehlo.log_plus_one" and isinstance(element, ir.ComplexType)
             ):
+                # f32 and f64 call the C library (shlo-precise-libm-calls).
                 fix_log1p_expm1(op)

@@ -76,6 +76,7 @@ _TO_LLVM = (
     + ",".join(("bf16", *EMULATED_FLOATS))
     + " target-type=f32}",
     "math-extend-to-supported-types{target-type=f32}",
+    "shlo-precise-libm-calls",
     # Right after the emulation: its f8/f4 extf/truncf become integer code.
     "shlo-expand-small-float-conversions",
     "convert-math-to-llvm",

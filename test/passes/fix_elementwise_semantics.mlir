@@ -102,18 +102,29 @@ func.func @reduce_precision_identity(%a: tensor<2xbf16>) -> tensor<2xbf16> {
 
 // -----
 
-// log1p(x) = log(u) * x / (u - 1), u = 1 + x, in f64 for f32.
+// log1p(x) = log(u) * x / (u - 1), u = 1 + x, in f32 for bf16.
 // CHECK-LABEL: func @log_plus_one
-func.func @log_plus_one(%a: tensor<3xf32>) -> tensor<3xf32> {
-  // CHECK: %[[X:.+]] = stablehlo.convert %arg0 : (tensor<3xf32>) -> tensor<3xf64>
-  // CHECK: %[[U:.+]] = stablehlo.add %[[X]], %{{.+}} : tensor<3xf64>
-  // CHECK: %[[UM1:.+]] = stablehlo.subtract %[[U]], %{{.+}} : tensor<3xf64>
+func.func @log_plus_one(%a: tensor<3xbf16>) -> tensor<3xbf16> {
+  // CHECK: %[[X:.+]] = stablehlo.convert %arg0 : (tensor<3xbf16>) -> tensor<3xf32>
+  // CHECK: %[[U:.+]] = stablehlo.add %[[X]], %{{.+}} : tensor<3xf32>
+  // CHECK: %[[UM1:.+]] = stablehlo.subtract %[[U]], %{{.+}} : tensor<3xf32>
   // CHECK: %[[LOG:.+]] = stablehlo.log %[[U]]
   // CHECK: %[[RATIO:.+]] = stablehlo.divide %[[X]], %[[UM1]]
   // CHECK: stablehlo.multiply %[[LOG]], %[[RATIO]]
-  // CHECK: %[[R:.+]] = stablehlo.convert %{{.+}} : (tensor<3xf64>) -> tensor<3xf32>
+  // CHECK: %[[R:.+]] = stablehlo.convert %{{.+}} : (tensor<3xf32>) -> tensor<3xbf16>
   // CHECK: return %[[R]]
   // CHECK-NOT: log_plus_one
+  %0 = stablehlo.log_plus_one %a : tensor<3xbf16>
+  return %0 : tensor<3xbf16>
+}
+
+// -----
+
+// f32 and f64 are left to the C library (shlo-precise-libm-calls).
+// CHECK-LABEL: func @log_plus_one_f32
+func.func @log_plus_one_f32(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // CHECK: %[[R:.+]] = stablehlo.log_plus_one %arg0 : tensor<3xf32>
+  // CHECK: return %[[R]]
   %0 = stablehlo.log_plus_one %a : tensor<3xf32>
   return %0 : tensor<3xf32>
 }

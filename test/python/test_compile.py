@@ -304,3 +304,18 @@ def test_concurrent_calls_from_threads() -> None:
         want_relu, want_total = expected_mlp(x, b)
         np.testing.assert_allclose(relu, want_relu)
         np.testing.assert_allclose(total, want_total, rtol=1e-5)
+
+
+def test_expm1_and_log1p_are_accurate_near_zero() -> None:
+    source = """
+    func.func @main(%x: tensor<4xf64>, %y: tensor<4xf32>) -> (tensor<4xf64>, tensor<4xf32>) {
+      %0 = stablehlo.exponential_minus_one %x : tensor<4xf64>
+      %1 = stablehlo.log_plus_one %y : tensor<4xf32>
+      return %0, %1 : tensor<4xf64>, tensor<4xf32>
+    }
+    """
+    x = np.array([1e-12, -3e-9, 0.47, -30.0])
+    y = np.array([1e-9, -2e-7, 0.5, 100.0], np.float32)
+    expm1, log1p = shlo.compile(source, isolate=False)(x, y)
+    np.testing.assert_allclose(expm1, np.expm1(x), rtol=2e-16)
+    np.testing.assert_allclose(log1p, np.log1p(y), rtol=2e-7)
