@@ -16,6 +16,7 @@ from shlo.passes.expand_small_float_conversions import ExpandSmallFloatConversio
 from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
 from shlo.passes.fold_tuples import FoldTuplesPass
 from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
+from shlo.passes.legalize_broadcasts import LegalizeBroadcastsPass
 from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
 from shlo.passes.lower_cholesky import LowerCholeskyPass
 from shlo.passes.lower_collectives import LowerCollectivesPass
@@ -50,6 +51,7 @@ PASSES: dict[str, type[Pass]] = {
     ExpandSmallFloatConversionsPass.argument: ExpandSmallFloatConversionsPass,
     FixElementwiseSemanticsPass.argument: FixElementwiseSemanticsPass,
     FoldTuplesPass.argument: FoldTuplesPass,
+    LegalizeBroadcastsPass.argument: LegalizeBroadcastsPass,
     LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,
     LowerCholeskyPass.argument: LowerCholeskyPass,
     LowerCollectivesPass.argument: LowerCollectivesPass,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shlo._mlir_compat import ir, new_context
+from shlo.broadcasting import BroadcastError, broadcast_shapes
 from shlo.compiler import Executable, compile
 from shlo.diagnostics import Diagnostic, ShloError
 from shlo.io import load_module
@@ -10,10 +11,12 @@ from shlo.pipeline import PipelineError, run_pipeline
 from shlo.refine import refine
 
 __all__ = [
+    "BroadcastError",
     "Diagnostic",
     "Executable",
     "PipelineError",
     "ShloError",
+    "broadcast_shapes",
     "compile",
     "ir",
     "load_module",

@@ -103,6 +103,24 @@ def fold_identity_convert(op: ir.Operation, rewriter: rewrite.PatternRewriter) -
     return None
 
 
+def fold_identity_broadcast(op: ir.Operation, rewriter: rewrite.PatternRewriter) -> bool | None:
+    """broadcast_in_dim to its own static type with dims [0, 1, ...] -> its operand.
+
+    Refining a dynamic_broadcast_in_dim whose operand already had the
+    result's shape leaves these behind.
+    """
+    operand_type = ranked_type(op.operands[0])
+    if operand_type is None or not operand_type.has_static_shape:
+        return no_match(op, "expected a static operand")
+    if op.operands[0].type != op.results[0].type:
+        return no_match(op, "expected the same operand and result type")
+    dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
+    if dims != list(range(operand_type.rank)):
+        return no_match(op, "expected identity broadcast_dimensions")
+    rewriter.replace_op(op, [op.operands[0]])
+    return None
+
+
 def _divide(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     if np.issubdtype(lhs.dtype, np.integer):
         # StableHLO integer division truncates toward zero, like C.
@@ -209,6 +227,7 @@ def folding_patterns() -> rewrite.FrozenRewritePatternSet:
     patterns.add("stablehlo.broadcast_in_dim", fold_integer_op)
     patterns.add("stablehlo.get_dimension_size", fold_get_dimension_size)
     patterns.add("stablehlo.convert", fold_identity_convert, benefit=2)
+    patterns.add("stablehlo.broadcast_in_dim", fold_identity_broadcast, benefit=2)
     for name in FOLDED_OPS:
         patterns.add(name, fold_integer_op)
     return patterns.freeze()

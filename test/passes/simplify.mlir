@@ -72,3 +72,16 @@ func.func @division_by_zero_is_not_folded() -> tensor<i32> {
   %0 = stablehlo.divide %a, %z : tensor<i32>
   return %0 : tensor<i32>
 }
+
+// -----
+
+// A broadcast to the operand's own type with identity dims is the operand
+// (refined dynamic_broadcast_in_dim ops leave these).
+// CHECK-LABEL: func @identity_broadcast
+func.func @identity_broadcast(%arg0: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3x4xf32>) {
+  // CHECK-NEXT: %[[T:.+]] = stablehlo.broadcast_in_dim %arg0, dims = [1, 0]
+  // CHECK-NEXT: return %arg0, %[[T]]
+  %0 = stablehlo.broadcast_in_dim %arg0, dims = [0, 1] : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %1 = stablehlo.broadcast_in_dim %arg0, dims = [1, 0] : (tensor<4x3xf32>) -> tensor<3x4xf32>
+  return %0, %1 : tensor<4x3xf32>, tensor<3x4xf32>
+}
