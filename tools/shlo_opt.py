@@ -35,6 +35,7 @@ from shlo.pipeline import (
     pipeline_elements,
     registered_passes,
 )
+from shlo.tools.cli_exit import run_and_exit
 
 DEFAULT_SPLIT_MARKER = "// -----"
 
@@ -324,22 +325,7 @@ def run(argv: list[str]) -> int:
 
 
 def main() -> None:
-    try:
-        code = run(sys.argv[1:])
-    except KeyboardInterrupt:
-        code = 130
-    except BrokenPipeError:
-        code = 0
-    except Exception as error:  # the CLI never shows a traceback
-        if os.environ.get("SHLO_DEBUG"):
-            raise
-        print(
-            f"shlo-opt: internal error: {type(error).__name__}: {error} "
-            "(set SHLO_DEBUG=1 for a traceback)",
-            file=sys.stderr,
-        )
-        code = 3
-    sys.exit(code)
+    run_and_exit("shlo-opt", run)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,7 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +25,7 @@ from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import load_module, module_to_bytecode
 from shlo.isolation import shared_worker
+from shlo.tools.cli_exit import run_and_exit
 
 _ELEMENT = (
     r"(?:i1|i2|i4|i8|i16|i32|i64|ui2|ui4|ui8|ui16|ui32|ui64"
@@ -181,27 +180,14 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
+def _describe(error: Exception) -> str:
+    if isinstance(error, ShloError) and error.diagnostics:
+        return str(error)
+    return f"shlo-run: error: {error}"
+
+
 def main() -> None:
-    try:
-        code = run(sys.argv[1:])
-    except KeyboardInterrupt:
-        code = 130
-    except (UsageError, ValueError) as error:
-        print(f"shlo-run: error: {error}", file=sys.stderr)
-        code = 1
-    except ShloError as error:
-        print(str(error) if error.diagnostics else f"shlo-run: error: {error}", file=sys.stderr)
-        code = 1
-    except Exception as error:  # the CLI never shows a traceback
-        if os.environ.get("SHLO_DEBUG"):
-            raise
-        print(
-            f"shlo-run: internal error: {type(error).__name__}: {error} "
-            "(set SHLO_DEBUG=1 for a traceback)",
-            file=sys.stderr,
-        )
-        code = 3
-    sys.exit(code)
+    run_and_exit("shlo-run", run, (UsageError, ValueError, ShloError), _describe)
 
 
 if __name__ == "__main__":
