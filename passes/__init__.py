@@ -15,6 +15,7 @@ from shlo.passes.expand_f64_truncation import ExpandF64TruncationPass
 from shlo.passes.expand_small_float_conversions import ExpandSmallFloatConversionsPass
 from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
 from shlo.passes.fold_tuples import FoldTuplesPass
+from shlo.passes.fuse_elementwise_by_indexing import FuseElementwiseByIndexingPass
 from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
 from shlo.passes.legalize_broadcasts import LegalizeBroadcastsPass
 from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
@@ -36,6 +37,7 @@ from shlo.passes.read_only_arguments import ReadOnlyArgumentsPass
 from shlo.passes.remove_dynamism import RemoveDynamismPass
 from shlo.passes.saturate_float_to_int import SaturateFloatToIntPass
 from shlo.passes.simplify import SimplifyPass
+from shlo.passes.test_print_indexing_maps import TestPrintIndexingMapsPass
 from shlo.passes.unroll_replicas import UnrollReplicasPass
 from shlo.passes.verify_static import VerifyStaticPass
 from shlo.passes.widen_small_float_converts import WidenSmallFloatConvertsPass
@@ -51,6 +53,7 @@ PASSES: dict[str, type[Pass]] = {
     ExpandSmallFloatConversionsPass.argument: ExpandSmallFloatConversionsPass,
     FixElementwiseSemanticsPass.argument: FixElementwiseSemanticsPass,
     FoldTuplesPass.argument: FoldTuplesPass,
+    FuseElementwiseByIndexingPass.argument: FuseElementwiseByIndexingPass,
     LegalizeBroadcastsPass.argument: LegalizeBroadcastsPass,
     LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,
     LowerCholeskyPass.argument: LowerCholeskyPass,
@@ -71,6 +74,7 @@ PASSES: dict[str, type[Pass]] = {
     RemoveDynamismPass.argument: RemoveDynamismPass,
     SaturateFloatToIntPass.argument: SaturateFloatToIntPass,
     SimplifyPass.argument: SimplifyPass,
+    TestPrintIndexingMapsPass.argument: TestPrintIndexingMapsPass,
     UnrollReplicasPass.argument: UnrollReplicasPass,
     VerifyStaticPass.argument: VerifyStaticPass,
     WidenSmallFloatConvertsPass.argument: WidenSmallFloatConvertsPass,

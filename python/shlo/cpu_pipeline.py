@@ -134,6 +134,8 @@ class CpuPipeline:
                 "legalize-to-linalg",
                 [
                     *self.pre_linalg,
+                    # Copies shared cheap producers into the fusions below (indexing maps).
+                    "shlo-fuse-elementwise-by-indexing",
                     "stablehlo-legalize-to-linalg",
                     "stablehlo-convert-to-signless",
                     "canonicalize",
