@@ -22,6 +22,9 @@ FRONTEND = [
     "func.func(stablehlo-legalize-composite-to-call)",
     "inline",
     "symbol-dce",
+    # XLA's broadcasting semantics, with fewer ops than upstream; upstream
+    # then expands the CHLO ops that do not broadcast (erf, top_k, ...).
+    "shlo-legalize-broadcasts",
     "func.func(chlo-legalize-to-stablehlo)",
     # Unsigned storage and region ops are beyond upstream's quantized lowering.
     "shlo-widen-unsigned-quantized",
@@ -29,6 +32,7 @@ FRONTEND = [
     "func.func(stablehlo-legalize-quantized-op-to-qdq)",
     "func.func(stablehlo-legalize-quant-to-math)",
     # The quantized math is written in CHLO broadcasting ops.
+    "shlo-legalize-broadcasts",
     "func.func(chlo-legalize-to-stablehlo)",
     # Before canonicalize folds ops that upstream gets wrong (i1 add as xor).
     "shlo-fix-elementwise-semantics",
