@@ -264,6 +264,19 @@ def sort_key(expr: Expr) -> tuple:
     return (_KIND_ORDER[kind], sort_key(expr[1]), sort_key(expr[2]))
 
 
+def _split_divisible(form: Linear, divisor: int) -> tuple[Linear, Linear]:
+    """``(q, r)`` with ``form == divisor * q + r``; ``q`` takes every multiple of ``divisor``."""
+    quotient, remainder = _split_constant(form.constant, divisor)
+    outside = Linear(constant=quotient)
+    rest = Linear(constant=remainder)
+    for atom, coefficient in form.terms.items():
+        if coefficient % divisor == 0:
+            outside.terms[atom] = coefficient // divisor
+        else:
+            rest.terms[atom] = coefficient
+    return outside, rest
+
+
 def _split_constant(constant: int, divisor: int) -> tuple[int, int]:
     """``(q, r)``: ``constant = q*divisor + r``, ``r`` of the constant's sign, ``|r| < divisor``.
 
@@ -396,14 +409,7 @@ class Simplifier:
     def floordiv(self, form: Linear, divisor: int) -> Linear:
         if divisor == 1:
             return form
-        quotient, remainder = _split_constant(form.constant, divisor)
-        outside = Linear(constant=quotient)
-        rest = Linear(constant=remainder)
-        for atom, coefficient in form.terms.items():
-            if coefficient % divisor == 0:
-                outside.terms[atom] = coefficient // divisor
-            else:
-                rest.terms[atom] = coefficient
+        outside, rest = _split_divisible(form, divisor)
         if rest.is_constant():
             return outside + rest.constant // divisor
         lo, hi = self.linear_range(rest)
@@ -420,14 +426,7 @@ class Simplifier:
     def ceildiv(self, form: Linear, divisor: int) -> Linear:
         if divisor == 1:
             return form
-        quotient, remainder = _split_constant(form.constant, divisor)
-        outside = Linear(constant=quotient)
-        rest = Linear(constant=remainder)
-        for atom, coefficient in form.terms.items():
-            if coefficient % divisor == 0:
-                outside.terms[atom] = coefficient // divisor
-            else:
-                rest.terms[atom] = coefficient
+        outside, rest = _split_divisible(form, divisor)
         lo, hi = self.linear_range(rest)
         if -(-lo // divisor) == -(-hi // divisor):
             return outside + -(-lo // divisor)
@@ -436,10 +435,7 @@ class Simplifier:
     def mod(self, form: Linear, divisor: int) -> Linear:
         if divisor == 1:
             return Linear()
-        rest = Linear(
-            {a: k for a, k in form.terms.items() if k % divisor},
-            _split_constant(form.constant, divisor)[1],
-        )
+        rest = _split_divisible(form, divisor)[1]
         if rest.is_constant():
             return Linear(constant=rest.constant % divisor)
         lo, hi = self.linear_range(rest)
