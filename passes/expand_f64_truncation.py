@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import Pass
 
 # arith.cmpi / arith.cmpf predicates.
@@ -83,9 +83,7 @@ class _Emitter:
     def op(
         self, name: str, result: ir.Type, *operands: ir.Value, **attrs: ir.Attribute
     ) -> ir.Value:
-        return ir.Operation.create(
-            name, results=[result], operands=list(operands), attributes=attrs
-        ).result
+        return create_value(name, operands, result, **attrs)
 
     def const(self, value: int, type_: ir.Type) -> ir.Value:
         scalar = ir.IntegerAttr.get(_element(type_), value)

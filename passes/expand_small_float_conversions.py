@@ -38,7 +38,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.dtypes import EMULATED_FLOATS
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import Pass
 
 CAST = "builtin.unrealized_conversion_cast"
@@ -148,9 +148,7 @@ class _Emitter:
     def op(
         self, name: str, result: ir.Type, *operands: ir.Value, **attrs: ir.Attribute
     ) -> ir.Value:
-        return ir.Operation.create(
-            name, results=[result], operands=list(operands), attributes=attrs
-        ).result
+        return create_value(name, operands, result, **attrs)
 
     def const(self, value: int, type_: ir.Type | None = None) -> ir.Value:
         type_ = type_ or self.i32

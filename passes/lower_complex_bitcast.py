@@ -22,16 +22,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import Pass
-
-
-def _create(
-    name: str, operands: Sequence[ir.Value], result: ir.Type, **attributes: ir.Attribute
-) -> ir.Value:
-    return ir.Operation.create(
-        name, results=[result], operands=list(operands), attributes=attributes
-    ).result
 
 
 def _tensor(shape: Sequence[int], element: ir.Type) -> ir.RankedTensorType:
@@ -50,7 +42,7 @@ def _reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
     element = ir.RankedTensorType(value.type).element_type
     if list(ir.RankedTensorType(value.type).shape) == list(shape):
         return value
-    return _create("stablehlo.reshape", [value], _tensor(shape, element))
+    return create_value("stablehlo.reshape", [value], _tensor(shape, element))
 
 
 def split_complex(value: ir.Value) -> ir.Value:
@@ -59,10 +51,10 @@ def split_complex(value: ir.Value) -> ir.Value:
     shape = list(type_.shape)
     part = ir.ComplexType(type_.element_type).element_type
     parts = [
-        _reshape(_create(f"stablehlo.{name}", [value], _tensor(shape, part)), [*shape, 1])
+        _reshape(create_value(f"stablehlo.{name}", [value], _tensor(shape, part)), [*shape, 1])
         for name in ("real", "imag")
     ]
-    return _create(
+    return create_value(
         "stablehlo.concatenate",
         parts,
         _tensor([*shape, 2], part),
@@ -80,7 +72,7 @@ def join_complex(value: ir.Value, element: ir.ComplexType) -> ir.Value:
         def array(values: list[int]) -> ir.Attribute:
             return ir.DenseI64ArrayAttr.get(values)
 
-        sliced = _create(
+        sliced = create_value(
             "stablehlo.slice",
             [value],
             _tensor([*shape, 1], part),
@@ -89,7 +81,7 @@ def join_complex(value: ir.Value, element: ir.ComplexType) -> ir.Value:
             strides=array([1] * (len(shape) + 1)),
         )
         parts.append(_reshape(sliced, shape))
-    return _create("stablehlo.complex", parts, _tensor(shape, element))
+    return create_value("stablehlo.complex", parts, _tensor(shape, element))
 
 
 def bitcast_reals(value: ir.Value, target: ir.RankedTensorType) -> ir.Value:
@@ -105,7 +97,7 @@ def bitcast_reals(value: ir.Value, target: ir.RankedTensorType) -> ir.Value:
         cast = _tensor([count], target.element_type)
     else:
         cast = _tensor(shape, target.element_type)
-    return _reshape(_create("stablehlo.bitcast_convert", [value], cast), list(target.shape))
+    return _reshape(create_value("stablehlo.bitcast_convert", [value], cast), list(target.shape))
 
 
 def lower_bitcast(op: ir.Operation) -> None:

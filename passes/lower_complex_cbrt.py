@@ -24,14 +24,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import Pass
 
 
 def _create(name: str, operands: Sequence[ir.Value], result: ir.Type) -> ir.Value:
-    return ir.Operation.create(
-        f"stablehlo.{name}", results=[result], operands=list(operands)
-    ).result
+    return create_value(f"stablehlo.{name}", operands, result)
 
 
 def lower_cbrt(op: ir.Operation) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shlo._mlir_compat import ir, quant
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import PassError
 
 ProcessId = tuple[int, int]  # (replica_id, partition_id)
@@ -213,14 +213,6 @@ def _tensor(value: ir.Value) -> ir.RankedTensorType:
     return ir.RankedTensorType(value.type)
 
 
-def _create(
-    name: str, operands: Sequence[ir.Value], result: ir.Type, **attributes: ir.Attribute
-) -> ir.Value:
-    return ir.Operation.create(
-        name, results=[result], operands=list(operands), attributes=attributes
-    ).result
-
-
 def _i64(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
@@ -242,7 +234,7 @@ def zeros(type_: ir.RankedTensorType) -> ir.Value:
         value = ir.DenseElementsAttr.get_splat(type_, ir.FloatAttr.get(element, 0.0))
     else:
         raise PassError(ir.Location.current, f"expected a tensor type with a zero, got {type_}")
-    return _create("stablehlo.constant", [], type_, value=value)
+    return create_value("stablehlo.constant", [], type_, value=value)
 
 
 def process_id_constant(op: ir.Operation, value: int) -> None:
@@ -250,7 +242,7 @@ def process_id_constant(op: ir.Operation, value: int) -> None:
     type_ = ir.RankedTensorType(op.results[0].type)
     with ir.InsertionPoint(op), op.location:
         attr = ir.DenseElementsAttr.get_splat(type_, ir.IntegerAttr.get(type_.element_type, value))
-        constant = _create("stablehlo.constant", [], type_, value=attr)
+        constant = create_value("stablehlo.constant", [], type_, value=attr)
     op.results[0].replace_all_uses_with(constant)
     op.erase()
 
@@ -262,7 +254,7 @@ def _concatenate(values: Sequence[ir.Value], dimension: int) -> ir.Value:
     shape = list(first.shape)
     shape[dimension] = sum(_tensor(v).shape[dimension] for v in values)
     result = ir.RankedTensorType.get(shape, first.element_type)
-    return _create("stablehlo.concatenate", values, result, dimension=_i64(dimension))
+    return create_value("stablehlo.concatenate", values, result, dimension=_i64(dimension))
 
 
 def _slice(value: ir.Value, dimension: int, start: int, limit: int) -> ir.Value:
@@ -273,7 +265,7 @@ def _slice(value: ir.Value, dimension: int, start: int, limit: int) -> ir.Value:
     starts, limits = [0] * len(shape), list(shape)
     starts[dimension], limits[dimension] = start, limit
     shape[dimension] = limit - start
-    return _create(
+    return create_value(
         "stablehlo.slice",
         [value],
         ir.RankedTensorType.get(shape, type_.element_type),
@@ -287,14 +279,16 @@ def _reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
     type_ = _tensor(value)
     if list(type_.shape) == list(shape):
         return value
-    return _create("stablehlo.reshape", [value], ir.RankedTensorType.get(shape, type_.element_type))
+    return create_value(
+        "stablehlo.reshape", [value], ir.RankedTensorType.get(shape, type_.element_type)
+    )
 
 
 def _convert(value: ir.Value, element: ir.Type) -> ir.Value:
     type_ = _tensor(value)
     if type_.element_type == element:
         return value
-    return _create("stablehlo.convert", [value], ir.RankedTensorType.get(type_.shape, element))
+    return create_value("stablehlo.convert", [value], ir.RankedTensorType.get(type_.shape, element))
 
 
 def _apply(region_owner: ir.Operation, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
@@ -337,7 +331,7 @@ def _select_by_index(index: ir.Value, values: Sequence[ir.Value]) -> ir.Value:
     """``values[index]``; an out-of-range index is clamped (the spec leaves it undefined)."""
     type_ = _tensor(values[0])
     stacked = _concatenate([_reshape(v, [1, *type_.shape]) for v in values], 0)
-    zero = _create(
+    zero = create_value(
         "stablehlo.constant",
         [],
         ir.RankedTensorType.get([], _tensor(index).element_type),
@@ -345,7 +339,7 @@ def _select_by_index(index: ir.Value, values: Sequence[ir.Value]) -> ir.Value:
             _tensor(index), ir.IntegerAttr.get(_tensor(index).element_type, 0)
         ),
     )
-    picked = _create(
+    picked = create_value(
         "stablehlo.dynamic_slice",
         [stacked, index, *[zero] * type_.rank],
         ir.RankedTensorType.get([1, *type_.shape], type_.element_type),
@@ -460,7 +454,7 @@ def _collective_reduce(ops: _Ops, meeting: Rendezvous, grid: Grid) -> _Results:
                 continue
             # Only the root (picked by this process's own root operand) keeps the sum.
             index = _root_index(ops[p], i)
-            mine = _create(
+            mine = create_value(
                 "stablehlo.constant",
                 [],
                 _tensor(index),
@@ -468,13 +462,15 @@ def _collective_reduce(ops: _Ops, meeting: Rendezvous, grid: Grid) -> _Results:
                     _tensor(index), ir.IntegerAttr.get(_tensor(index).element_type, j)
                 ),
             )
-            is_root = _create(
+            is_root = create_value(
                 "stablehlo.compare",
                 [index, mine],
                 ir.RankedTensorType.get([], ir.IntegerType.get_signless(1)),
                 comparison_direction=ir.Attribute.parse("#stablehlo<comparison_direction EQ>"),
             )
-            results[p].append(_create("stablehlo.select", [is_root, reduced, zero], reduced.type))
+            results[p].append(
+                create_value("stablehlo.select", [is_root, reduced, zero], reduced.type)
+            )
     return results
 
 

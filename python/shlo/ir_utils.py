@@ -6,6 +6,8 @@ by name and built with ``ir.Operation.create``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from shlo._mlir_compat import ir
@@ -41,6 +43,15 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def create_value(
+    name: str, operands: Sequence[ir.Value], result: ir.Type, **attributes: ir.Attribute
+) -> ir.Value:
+    """The result of a new one-result op at the current insertion point and location."""
+    return ir.Operation.create(
+        name, results=[result], operands=list(operands), attributes=attributes
+    ).result
 
 
 def numpy_dtype(element_type: ir.Type) -> type[np.generic] | None:

@@ -15,6 +15,7 @@ from shlo.pipeline import run_pipeline
 
 ArgType = str | np.ndarray | tuple[Sequence[int], Any]
 
+
 def tensor_type_string(arg: ArgType) -> str:
     """``tensor<...>`` for an MLIR type string, a numpy array or a ``(shape, dtype)`` pair."""
     if isinstance(arg, str):
