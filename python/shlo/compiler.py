@@ -51,7 +51,7 @@ class Executable:
         self._dtypes = [numpy_dtype(element_type) for _, element_type in params]
         # Fully static parameter shapes compare as one tuple.
         self._static_shapes = [None if None in shape else shape for shape, _ in params]
-        self.is_dynamic = any(None in shape for shape, _ in params)
+        self.is_dynamic = None in self._static_shapes
         # A static entry has one function: calls skip the signature lookup.
         self._static: LoadedFunction | None = None
         if not self.is_dynamic:
@@ -125,11 +125,8 @@ class Executable:
                 if self._isolate
                 else lower_to_llvm(**request)
             )
-            context = new_context()
             function = LoadedFunction(
-                lowered.llvm_bytecode,
-                [ArrayType.parse(t, context) for t in lowered.input_types],
-                [ArrayType.parse(t, context) for t in lowered.result_types],
+                lowered.llvm_bytecode, lowered.input_types, lowered.result_types
             )
             self._compiled[signature] = function
             return function
@@ -162,10 +159,7 @@ def compile(
     """
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; expected 'cpu'")
-    if isinstance(source, ir.Module):
-        module = source
-    else:
-        module = load_module(source, new_context())
+    module = source if isinstance(source, ir.Module) else load_module(source, new_context())
     filename = (
         str(source)
         if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source)

@@ -36,7 +36,7 @@ from shlo._mlir_compat import ir, new_context
 from shlo.diagnostics import ShloError
 from shlo.lowering import lower_to_llvm
 from shlo.pipeline import run_pipeline
-from shlo.runtime import ArrayType, LoadedFunction
+from shlo.runtime import LoadedFunction
 
 # Upstream's tolerances (stablehlo-translate --interpret).
 ALMOST_EQ_TOLERANCE = 1e-3
@@ -385,10 +385,7 @@ def run_function(text: str, name: str, filename: str) -> tuple[str, str]:
         lowered = lower_to_llvm(module, name, None, filename=filename)
     except ShloError as error:
         return "error", str(error).splitlines()[0] if str(error) else error.summary
-    results = [ArrayType.parse(t, context) for t in lowered.result_types]
-    loaded = LoadedFunction(
-        lowered.llvm_bytecode, [ArrayType.parse(t, context) for t in lowered.input_types], results
-    )
+    loaded = LoadedFunction(lowered.llvm_bytecode, lowered.input_types, lowered.result_types)
     outputs = loaded([])
     problems = []
     for check in checks:

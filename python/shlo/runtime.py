@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,13 +71,14 @@ class LoadedFunction:
     def __init__(
         self,
         llvm_bytecode: bytes,
-        inputs: list[ArrayType],
-        results: list[ArrayType],
+        input_types: Sequence[str],
+        result_types: Sequence[str],
         opt_level: int = 2,
     ) -> None:
-        self.inputs = inputs
-        self.results = results
+        """``llvm_bytecode`` and the entry's types as ``shlo.lowering.Lowered`` holds them."""
         self._context = new_context()
+        self.inputs = [ArrayType.parse(t, self._context) for t in input_types]
+        self.results = [ArrayType.parse(t, self._context) for t in result_types]
         module = ir.Module.parse(llvm_bytecode, self._context)
         self._engine = ExecutionEngine(module, opt_level=opt_level)
         # raw_lookup finds the packed wrapper: void _mlir_main(void **args).
@@ -87,11 +89,11 @@ class LoadedFunction:
         # The lowered arguments with 0 for the data pointers, and where those go.
         self._template: list[int] = []
         self._pointer_slots: list[int] = []
-        for type_ in [*inputs, *results]:
+        for type_ in [*self.inputs, *self.results]:
             self._pointer_slots.append(len(self._template))
             self._template += [0, 0, *_memref_tail(type_.shape)]
-        self._result_specs = [(t.shape, t.dtype) for t in results]
-        self._sub_byte = any(t.element_type in _SUB_BYTE_BITS for t in results)
+        self._result_specs = [(t.shape, t.dtype) for t in self.results]
+        self._sub_byte = any(t.element_type in _SUB_BYTE_BITS for t in self.results)
         self._per_thread = threading.local()
 
     def _argument_buffers(self) -> tuple[ctypes.Array[ctypes.c_int64], int]:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import shlo
-from shlo._mlir_compat import new_context
 from shlo.lowering import lower_to_llvm
-from shlo.runtime import ArrayType, LoadedFunction
+from shlo.runtime import LoadedFunction
 
 F32 = np.float32
 
@@ -213,12 +212,7 @@ func.func @main(%a: tensor<4x{q}>, %b: tensor<4xf32>) -> (tensor<4x{q}>, tensor<
     storage_type = f"tensor<4x{'ui8' if storage == 'u8' else 'i8'}>"
     assert lowered.input_types == (storage_type, "tensor<4xf32>")
     assert lowered.result_types == (storage_type, "tensor<4xf32>")
-    context = new_context()
-    function = LoadedFunction(
-        lowered.llvm_bytecode,
-        [ArrayType.parse(t, context) for t in lowered.input_types],
-        [ArrayType.parse(t, context) for t in lowered.result_types],
-    )
+    function = LoadedFunction(lowered.llvm_bytecode, lowered.input_types, lowered.result_types)
     a = np.array([low, 10, 100, high], dtype)
     b = np.array([1.0, -3.0, 20.0, 0.25], F32)
     total, dequantized_a = function([a, b])
