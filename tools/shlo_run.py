@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from shlo._mlir_compat import new_context
 from shlo.compiler import compile as compile_program
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
@@ -150,7 +149,7 @@ def run(argv: Sequence[str]) -> int:
         results = executable(*inputs)
         call = lambda: executable(*inputs)  # noqa: E731
     else:
-        module = module_to_bytecode(load_module(path, new_context()))
+        module = module_to_bytecode(load_module(path))
         request = {"source": module, "entry": args.entry, "args": inputs, "filename": str(path)}
         results = shared_worker().call("interpret", **request)
         call = lambda: shared_worker().call("interpret", **request)  # noqa: E731

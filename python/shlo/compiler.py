@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from shlo._mlir_compat import ir, new_context
+from shlo._mlir_compat import ir
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
@@ -159,7 +159,7 @@ def compile(
     """
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; expected 'cpu'")
-    module = source if isinstance(source, ir.Module) else load_module(source, new_context())
+    module = load_module(source)
     filename = (
         str(source)
         if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shlo._mlir_compat import eval_module, ir, new_context
+from shlo._mlir_compat import eval_module, ir
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import load_module
@@ -49,8 +49,8 @@ def interpret(
     filename: str = "<module>",
 ) -> list[np.ndarray]:
     """Results of ``entry`` on ``args``, computed by the reference interpreter."""
-    context = source.context if isinstance(source, ir.Module) else new_context()
-    module = source if isinstance(source, ir.Module) else load_module(source, context)
+    module = load_module(source)
+    context = module.context
     keep_only_entry_public(module, entry)
     run_pipeline(module, _FRONTEND, filename)
     types = ",".join(str(ArrayType(a.shape, mlir_element_type(a.dtype))) for a in args)

@@ -9,6 +9,7 @@ from pathlib import Path
 from shlo._mlir_compat import (
     deserialize_portable_artifact,
     ir,
+    new_context,
     serialize_portable_artifact,
 )
 from shlo.diagnostics import ShloError, convert
@@ -41,11 +42,16 @@ def parse_module(data: bytes | str, context: ir.Context, filename: str = "<strin
 
 
 def load_module(
-    source: str | bytes | os.PathLike[str] | ir.Module, context: ir.Context
+    source: str | bytes | os.PathLike[str] | ir.Module, context: ir.Context | None = None
 ) -> ir.Module:
-    """A module from a parsed module, a path, text, bytecode or a portable artifact."""
+    """A module from a parsed module, a path, text, bytecode or a portable artifact.
+
+    A parsed module is returned as it is; anything else is parsed in
+    ``context``, by default a new one.
+    """
     if isinstance(source, ir.Module):
         return source
+    context = context or new_context()
     if isinstance(source, os.PathLike) or (
         isinstance(source, str) and "\n" not in source and Path(source).is_file()
     ):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shlo._mlir_compat import ir, new_context
+from shlo._mlir_compat import ir
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import ShloError
 from shlo.io import load_module, module_to_bytecode
@@ -94,8 +94,7 @@ def lower_to_llvm(
     ``arg_types`` (MLIR tensor type strings) refine a shape-polymorphic entry
     through shlo-remove-dynamism; None keeps the declared static types.
     """
-    context = source.context if isinstance(source, ir.Module) else new_context()
-    module = load_module(source, context) if not isinstance(source, ir.Module) else source
+    module = load_module(source)
     function_types(module, entry)  # a clear error before any pass runs
     keep_only_entry_public(module, entry)
     run_pipeline(module, FRONTEND, filename)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from shlo._mlir_compat import ir, new_context
+from shlo._mlir_compat import ir
 from shlo.dtypes import mlir_element_type
 from shlo.io import load_module, module_to_bytecode
 from shlo.pipeline import run_pipeline
@@ -48,7 +48,7 @@ def refine(
         # Work on a copy: callers keep their polymorphic module.
         refined = ir.Module.parse(module_to_bytecode(module), module.context)
     else:
-        refined = load_module(module, context or new_context())
+        refined = load_module(module, context)
     types = ",".join(tensor_type_string(arg) for arg in arg_types)
     with refined.context:
         run_pipeline(refined, [f"shlo-remove-dynamism{{types={types}}}"], "<refine>")
