@@ -35,6 +35,7 @@ import numpy as np
 from shlo._mlir_compat import ir, new_context
 from shlo.diagnostics import ShloError
 from shlo.lowering import lower_to_llvm
+from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
 from shlo.runtime import LoadedFunction
 
@@ -59,23 +60,6 @@ class CaseResult:
 
 
 # --- turning checks into results ------------------------------------------------------
-
-
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, current = [], 0, []
-    for char in text:
-        if char in "<([{":
-            depth += 1
-        elif char in ">)]}":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-        else:
-            current.append(char)
-    if current:
-        parts.append("".join(current).strip())
-    return parts
 
 
 def _attribute(key: str, value: str) -> str:
@@ -137,10 +121,10 @@ def checks_as_custom_calls(text: str) -> str:
         generic = _GENERIC_CHECK.match(line)
         if generic:
             indent, name, operands, attributes, types = generic.groups()
-            operand_list = _split_top_level(operands)
-            type_list = _split_top_level(types.split("->")[0].strip()[1:-1])
+            operand_list = split_top_level(operands)
+            type_list = split_top_level(types.split("->")[0].strip()[1:-1])
             lines.append(
-                _as_custom_call(indent, name, operand_list, type_list, _split_top_level(attributes))
+                _as_custom_call(indent, name, operand_list, type_list, split_top_level(attributes))
             )
             continue
         # A trailing attribute dictionary: "... : tensor<f64> {tolerance = 0.1 : f64}".
@@ -153,7 +137,7 @@ def checks_as_custom_calls(text: str) -> str:
             continue
         indent, name, head, types = match.groups()
         operands, attributes = [], [trailing.group(1).strip()] if trailing else []
-        for item in _split_top_level(head):
+        for item in split_top_level(head):
             if item.startswith("%"):
                 operands.append(item)
             elif "=" in item and not item.startswith("dense"):
@@ -161,7 +145,7 @@ def checks_as_custom_calls(text: str) -> str:
                 attributes.append(_attribute(key, value))
             else:  # the expected value of a *_const check
                 attributes.append(f"value = {item} : {types.strip()}")
-        operand_types = _split_top_level(types)
+        operand_types = split_top_level(types)
         if len(operand_types) < len(operands):
             operand_types = operand_types * len(operands)
         lines.append(
