@@ -384,9 +384,13 @@ def run_function(text: str, name: str, filename: str) -> tuple[str, str]:
     return "pass", ""
 
 
+def _relative_name(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def run_file(path: Path, root: Path) -> list[CaseResult]:
     """Every test case of one file, run in this process."""
-    relative = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    relative = _relative_name(path, root)
     text = path.read_text()
     if "testdata" in path.parts and "quantized" not in path.parts and not _is_executable(text):
         return []
@@ -455,7 +459,7 @@ def run_isolated(
         now = time.monotonic()
         for receiver in list(running):
             path, process, started, stderr_path = running[receiver]
-            relative = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+            relative = _relative_name(path, root)
             results: list[CaseResult] | None = None
             if receiver in ready:
                 try:
@@ -561,7 +565,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     files = collect(args.paths)
     if args.sample:
         files = sample(files, args.sample)
-    root = args.root or Path(os.path.commonpath([p.resolve() for p in args.paths]))
+    root = (args.root or Path(os.path.commonpath([p.resolve() for p in args.paths]))).resolve()
     if root.is_file():
         root = root.parent
     files = [p.resolve() for p in files]
