@@ -32,8 +32,8 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir
-from shlo.ir_templates import replace_with_template, tensor_type_text
-from shlo.ir_utils import ops_named
+from shlo.ir_templates import replace_with_template
+from shlo.ir_utils import ops_named, tensor_type_text
 from shlo.pass_framework import Pass, PassError
 from shlo.template_builder import TemplateBuilder, dense_hex
 

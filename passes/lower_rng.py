@@ -39,8 +39,8 @@ from typing import ClassVar
 import ml_dtypes
 from shlo._mlir_compat import ir
 from shlo.dtypes import numpy_dtype
-from shlo.ir_templates import replace_with_template, tensor_type_text
-from shlo.ir_utils import ops_named
+from shlo.ir_templates import replace_with_template
+from shlo.ir_utils import ops_named, tensor_type_text
 from shlo.pass_framework import Pass, PassError
 from shlo.template_builder import TemplateBuilder
 

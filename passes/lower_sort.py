@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_templates import replace_with_template, signless_element, tensor_type_text
-from shlo.ir_utils import ops_named
+from shlo.ir_templates import replace_with_template, signless_element
+from shlo.ir_utils import ops_named, tensor_type_text
 from shlo.pass_framework import Pass, PassError
 
 COMPARATOR = "comparator"

@@ -24,10 +24,6 @@ from shlo.ir_utils import ops_named
 TEMPLATE = "template"
 
 
-def tensor_type_text(shape: Sequence[int], element: ir.Type | str) -> str:
-    return "tensor<" + "".join(f"{size}x" for size in shape) + f"{element}>"
-
-
 def signless_element(element: ir.Type) -> ir.Type:
     """The signless integer type of the same width for ui/si types; others as they are."""
     if isinstance(element, ir.IntegerType) and not element.is_signless:

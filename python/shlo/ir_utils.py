@@ -45,6 +45,11 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     return found
 
 
+def tensor_type_text(shape: Sequence[int], element: ir.Type | str) -> str:
+    """``tensor<2x3xf32>`` for a static shape and an element type (or its spelling)."""
+    return "tensor<" + "".join(f"{int(size)}x" for size in shape) + f"{element}>"
+
+
 def create_value(
     name: str, operands: Sequence[ir.Value], result: ir.Type, **attributes: ir.Attribute
 ) -> ir.Value:

@@ -11,6 +11,7 @@ import numpy as np
 from shlo._mlir_compat import ir
 from shlo.dtypes import mlir_element_type
 from shlo.io import load_module, module_to_bytecode
+from shlo.ir_utils import tensor_type_text
 from shlo.pipeline import run_pipeline
 
 ArgType = str | np.ndarray | tuple[Sequence[int], Any]
@@ -29,8 +30,7 @@ def tensor_type_string(arg: ArgType) -> str:
             "argument types are MLIR type strings, numpy arrays or (shape, dtype) pairs, "
             f"got {arg!r}"
         )
-    dims = "".join(f"{int(size)}x" for size in shape)
-    return f"tensor<{dims}{mlir_element_type(dtype)}>"
+    return tensor_type_text(shape, mlir_element_type(dtype))
 
 
 def refine(

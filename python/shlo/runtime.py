@@ -21,6 +21,7 @@ import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context
 from shlo.dtypes import numpy_dtype
+from shlo.ir_utils import tensor_type_text
 
 # Sub-byte integers are stored one per byte; LLVM leaves the unused high bits
 # of a stored value undefined, so results are sign- or zero-extended here.
@@ -44,7 +45,7 @@ class ArrayType:
         return ArrayType(tuple(tensor_type.shape), str(tensor_type.element_type))
 
     def __str__(self) -> str:
-        return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.element_type + ">"
+        return tensor_type_text(self.shape, self.element_type)
 
 
 def _memref_tail(shape: tuple[int, ...]) -> list[int]:

@@ -9,19 +9,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 import shlo
-
-MLIR_TYPES = {
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-    np.dtype(np.complex64): "complex<f32>",
-    np.dtype(np.complex128): "complex<f64>",
-    np.dtype(np.float16): "f16",
-    np.dtype(ml_dtypes.bfloat16): "bf16",
-}
+from shlo.refine import tensor_type_string
 
 
 def tensor_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
-    return "tensor<" + "".join(f"{size}x" for size in shape) + f"{MLIR_TYPES[np.dtype(dtype)]}>"
+    return tensor_type_string((shape, dtype))
 
 
 def compile_cholesky(shape, dtype, lower):

@@ -7,13 +7,8 @@ import pytest
 import shlo
 from shlo.conformance import compare
 from shlo.passes.lower_fft import unit_roots
+from shlo.refine import tensor_type_string
 
-MLIR_TYPES = {
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-    np.dtype(np.complex64): "complex<f32>",
-    np.dtype(np.complex128): "complex<f64>",
-}
 # The real type of each complex type and the complex type of each real one.
 PARTNER = {
     np.dtype(np.float32): np.dtype(np.complex64),
@@ -24,7 +19,7 @@ PARTNER = {
 
 
 def tensor_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
-    return "tensor<" + "".join(f"{size}x" for size in shape) + f"{MLIR_TYPES[np.dtype(dtype)]}>"
+    return tensor_type_string((shape, dtype))
 
 
 def reference(kind: str, x: np.ndarray, lengths: list[int]) -> np.ndarray:

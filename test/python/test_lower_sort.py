@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import shlo
+from shlo.ir_utils import tensor_type_text
 
 MLIR_TYPES = {
     np.dtype(np.float32): "f32",
@@ -14,10 +15,6 @@ MLIR_TYPES = {
 }
 
 
-def tensor_type(shape: tuple[int, ...], element: str) -> str:
-    return "tensor<" + "".join(f"{size}x" for size in shape) + f"{element}>"
-
-
 def sort_program(
     shape: tuple[int, ...], elements: list[str], dimension: int, comparator: str
 ) -> str:
@@ -25,7 +22,7 @@ def sort_program(
 
     The comparator's arguments are ``%a0, %b0, %a1, %b1, ...``.
     """
-    types = [tensor_type(shape, e) for e in elements]
+    types = [tensor_type_text(shape, e) for e in elements]
     params = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(types))
     block = ", ".join(
         f"%{side}{i}: tensor<{e}>" for i, e in enumerate(elements) for side in ("a", "b")
