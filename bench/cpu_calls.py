@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 from collections.abc import Callable
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -25,16 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import shlo
 from jax import export
-
-
-def seconds_per_call(fn: Callable[[], object], budget: float = 0.2) -> float:
-    fn()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < budget:
-        fn()
-        calls += 1
-    return (time.perf_counter() - start) / max(calls, 1)
-
+from timing import seconds_per_call
 
 CASES: dict[str, tuple[Callable[..., object], list[np.ndarray]]] = {
     "add 4xf32": (lambda a, b: a + b, [np.ones(4, np.float32), np.ones(4, np.float32)]),

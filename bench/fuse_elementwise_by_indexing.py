@@ -19,12 +19,12 @@ import argparse
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
 import shlo
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.pipeline import run_pipeline
+from timing import seconds_per_call
 
 PASS = "shlo-fuse-elementwise-by-indexing"
 
@@ -87,15 +87,6 @@ func.func @main(%x: {T}, %y: {T}) -> ({R}, {R}) {{{HEAD}
 }
 
 
-def seconds_per_call(fn: Callable[[], object], budget: float = 0.3) -> float:
-    fn()
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < budget:
-        fn()
-        calls += 1
-    return (time.perf_counter() - start) / max(calls, 1)
-
-
 def pass_time(ops: int) -> tuple[float, int]:
     """Seconds the pass takes on a module of ``ops`` ops, each product read by two reductions."""
     lines = [f"func.func @main(%x: tensor<8x8xf32>) -> tensor<8xf32> {{{HEAD}"]
@@ -139,8 +130,8 @@ def main() -> None:
             np.testing.assert_allclose(got, want, rtol=1e-5)
         times: dict[str, list[float]] = {"with": [], "without": []}
         for _ in range(args.repeats):
-            times["without"].append(seconds_per_call(lambda: without(*inputs)))
-            times["with"].append(seconds_per_call(lambda: with_pass(*inputs)))
+            times["without"].append(seconds_per_call(lambda: without(*inputs), budget=0.3))
+            times["with"].append(seconds_per_call(lambda: with_pass(*inputs), budget=0.3))
         a, b = statistics.median(times["without"]), statistics.median(times["with"])
         print(f"| {name} | {a * 1e6:.0f} | {b * 1e6:.0f} | {b / a:.2f} |")
     seconds, count = pass_time(4000)

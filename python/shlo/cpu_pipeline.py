@@ -147,5 +147,13 @@ class CpuPipeline:
             ("to-llvm", list(_TO_LLVM)),
         ]
 
-    def elements(self) -> list[str]:
-        return [element for _, stage in self.stages() for element in stage]
+    def elements(self, through: str | None = None) -> list[str]:
+        """The pipeline elements of every stage, or of the stages up to ``through``."""
+        elements: list[str] = []
+        for name, stage in self.stages():
+            elements += stage
+            if name == through:
+                return elements
+        if through is not None:
+            raise ValueError(f"no stage {through!r} in the CPU pipeline")
+        return elements

@@ -24,13 +24,9 @@ TILED = dataclasses.replace(SCALAR_LOOPS, name="tiled-matmul", recipes=("tile-ma
 
 
 def tensor_codegen_ir(pipeline: CpuPipeline) -> str:
-    module = shlo.load_module(MATMUL_RELU, shlo.new_context())
-    run_pipeline(module, FRONTEND)
-    for name, elements in pipeline.stages():
-        run_pipeline(module, elements)
-        if name == "tensor-codegen":
-            return str(module)
-    raise AssertionError("no tensor-codegen stage")
+    module = shlo.load_module(MATMUL_RELU)
+    run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
+    return str(module)
 
 
 def test_recipe_tiles_only_contractions() -> None:

@@ -47,13 +47,9 @@ class WithoutThePass(CpuPipeline):
 
 
 def tensor_codegen_ir(pipeline: CpuPipeline) -> str:
-    module = shlo.load_module(SOURCE, shlo.new_context())
-    run_pipeline(module, FRONTEND)
-    for name, elements in pipeline.stages():
-        run_pipeline(module, elements)
-        if name == "tensor-codegen":
-            return str(module)
-    raise AssertionError("no tensor-codegen stage")
+    module = shlo.load_module(SOURCE)
+    run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
+    return str(module)
 
 
 def generics(ir_text: str) -> list[str]:
