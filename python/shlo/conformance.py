@@ -24,7 +24,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -274,6 +274,19 @@ def _is_float(array: np.ndarray) -> bool:
     return np.iscomplexobj(array) or array.dtype.kind == "f" or "float" in array.dtype.name
 
 
+def _describe_differences(
+    wrong: np.ndarray, got: np.ndarray, want: np.ndarray, prefix: str, show: Callable[[Any], str]
+) -> str:
+    """Empty when nothing is ``wrong``, else how many elements differ and the first one."""
+    if not np.any(wrong):
+        return ""
+    index = tuple(int(i) for i in np.argwhere(wrong)[0])
+    return (
+        f"{prefix}{int(np.sum(wrong))} of {wrong.size} elements differ; "
+        f"at {index}: {show(got[index])} != {show(want[index])}"
+    )
+
+
 def compare(
     kind: str, actual: np.ndarray, expected: np.ndarray, tolerance: float | None, max_ulp: int
 ) -> str:
@@ -286,13 +299,7 @@ def compare(
             if actual.dtype.kind != "b"
             else actual != expected.astype(bool)
         )
-        if np.any(wrong):
-            index = tuple(int(i) for i in np.argwhere(wrong)[0])
-            return (
-                f"{int(np.sum(wrong))} of {wrong.size} elements differ; "
-                f"at {index}: {actual[index]} != {expected[index]}"
-            )
-        return ""
+        return _describe_differences(wrong, actual, expected, "", str)
     for got, want in zip(_float_parts(actual), _float_parts(expected.astype(actual.dtype))):
         got64, want64 = got.astype(np.float64), want.astype(np.float64)
         both_nan = np.isnan(got64) & np.isnan(want64)
@@ -309,12 +316,9 @@ def compare(
             )
             with np.errstate(invalid="ignore"):
                 wrong = ~both_nan & ~(np.abs(got64 - want64) <= limit) & ~(got64 == want64)
-        if np.any(wrong):
-            index = tuple(int(i) for i in np.argwhere(wrong)[0])
-            return (
-                f"{kind}: {int(np.sum(wrong))} of {wrong.size} elements differ; "
-                f"at {index}: {got[index]!r} != {want[index]!r}"
-            )
+        problem = _describe_differences(wrong, got, want, f"{kind}: ", repr)
+        if problem:
+            return problem
     return ""
 
 
