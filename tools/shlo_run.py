@@ -22,7 +22,6 @@ import numpy as np
 from shlo.compiler import compile as compile_program
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
-from shlo.io import load_module, module_to_bytecode
 from shlo.isolation import shared_worker
 from shlo.tools.cli_exit import run_and_exit
 
@@ -67,8 +66,8 @@ def parse_input(spec: str) -> np.ndarray:
         )
     shape = tuple(int(d) for d in match["shape"].split("x") if d)
     dtype = numpy_dtype(match["element"])
-    texts = [t for t in re.split(r"[,\s]+", match["values"].strip().strip("[]")) if t]
-    texts = [t.strip("[]") for t in texts if t.strip("[]")]
+    # Commas, spaces and iree-run-module's row brackets all separate values.
+    texts = [t for t in re.split(r"[,\s\[\]]+", match["values"]) if t]
     try:
         values = [parse_value(t, dtype) for t in texts]
     except ValueError:
@@ -149,8 +148,8 @@ def run(argv: Sequence[str]) -> int:
         results = executable(*inputs)
         call = lambda: executable(*inputs)  # noqa: E731
     else:
-        module = module_to_bytecode(load_module(path))
-        request = {"source": module, "entry": args.entry, "args": inputs, "filename": str(path)}
+        # The worker parses the file itself, with file:line:col diagnostics.
+        request = {"source": str(path), "entry": args.entry, "args": inputs, "filename": str(path)}
         results = shared_worker().call("interpret", **request)
         call = lambda: shared_worker().call("interpret", **request)  # noqa: E731
     results = list(results) if isinstance(results, (tuple, list)) else [results]
