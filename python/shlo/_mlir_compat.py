@@ -18,21 +18,17 @@ import functools
 
 from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
-from torch_mlir.dialects import arith, func, linalg, math, quant, scf, tensor
-from torch_mlir.dialects import complex as complex_dialect
+from torch_mlir.dialects import arith, linalg, quant, scf, tensor
 from torch_mlir.execution_engine import ExecutionEngine
 
 __all__ = [
     "ExecutionEngine",
     "arith",
-    "complex_dialect",
     "current_version",
     "deserialize_portable_artifact",
     "eval_module",
-    "func",
     "ir",
     "linalg",
-    "math",
     "minimum_version",
     "new_context",
     "passmanager",
