@@ -32,6 +32,8 @@ from shlo.passes.lower_sort import LowerSortPass
 from shlo.passes.lower_strided_copies import LowerStridedCopiesPass
 from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
 from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
+from shlo.passes.normalize_reduce import NormalizeReducePass
+from shlo.passes.parallel_inits_to_inputs import ParallelInitsToInputsPass
 from shlo.passes.precise_libm_calls import PreciseLibmCallsPass
 from shlo.passes.read_only_arguments import ReadOnlyArgumentsPass
 from shlo.passes.remove_dynamism import RemoveDynamismPass
@@ -69,6 +71,8 @@ PASSES: dict[str, type[Pass]] = {
     LowerStridedCopiesPass.argument: LowerStridedCopiesPass,
     LowerTriangularSolvePass.argument: LowerTriangularSolvePass,
     NormalizeDotGeneralPass.argument: NormalizeDotGeneralPass,
+    NormalizeReducePass.argument: NormalizeReducePass,
+    ParallelInitsToInputsPass.argument: ParallelInitsToInputsPass,
     PreciseLibmCallsPass.argument: PreciseLibmCallsPass,
     ReadOnlyArgumentsPass.argument: ReadOnlyArgumentsPass,
     RemoveDynamismPass.argument: RemoveDynamismPass,

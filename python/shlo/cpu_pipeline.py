@@ -115,6 +115,7 @@ PRE_LINALG_LOWERINGS: tuple[str, ...] = (
     "shlo-lower-complex-bitcast",
     "shlo-lower-complex-cbrt",
     "shlo-normalize-dot-general",
+    "shlo-normalize-reduce",
     "shlo-fold-tuples",
     # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
     "shlo-lower-control-flow",
@@ -137,6 +138,8 @@ class CpuPipeline:
                     # Copies shared cheap producers into the fusions below (indexing maps).
                     "shlo-fuse-elementwise-by-indexing",
                     "stablehlo-legalize-to-linalg",
+                    # Before any fusion: all-parallel ops that read their init fuse wrongly.
+                    "shlo-parallel-inits-to-inputs",
                     "stablehlo-convert-to-signless",
                     "canonicalize",
                 ],
