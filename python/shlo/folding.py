@@ -123,9 +123,12 @@ def fold_identity_broadcast(op: ir.Operation, rewriter: rewrite.PatternRewriter)
 
 def _divide(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     if np.issubdtype(lhs.dtype, np.integer):
-        # StableHLO integer division truncates toward zero, like C.
-        quotient = np.abs(lhs) // np.abs(rhs)
-        return np.where((lhs < 0) != (rhs < 0), -quotient, quotient).astype(lhs.dtype)
+        # StableHLO integer division truncates toward zero, like C. Floor
+        # division rounded up where inexact and of mixed signs; abs() would
+        # overflow on the minimum value (-128 / 3 in i8 gave 43).
+        quotient = lhs // rhs
+        inexact = (quotient * rhs != lhs) & ((lhs < 0) != (rhs < 0))
+        return (quotient + inexact.astype(lhs.dtype)).astype(lhs.dtype)
     return lhs / rhs
 
 
