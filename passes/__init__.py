@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from shlo.pass_framework import Pass
 from shlo.passes.canonicalize_dynamic_reduce_window import CanonicalizeDynamicReduceWindowPass
+from shlo.passes.check_lowered import CheckLoweredPass
 from shlo.passes.check_shape_assertions import CheckShapeAssertionsPass
 from shlo.passes.copy_duplicate_results import CopyDuplicateResultsPass
 from shlo.passes.erase_codegen_recipes import EraseCodegenRecipesPass
@@ -49,6 +50,7 @@ PASSES: dict[str, type[Pass]] = {
     EraseCodegenRecipesPass.argument: EraseCodegenRecipesPass,
     InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
     CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
+    CheckLoweredPass.argument: CheckLoweredPass,
     CheckShapeAssertionsPass.argument: CheckShapeAssertionsPass,
     CopyDuplicateResultsPass.argument: CopyDuplicateResultsPass,
     ExpandF64TruncationPass.argument: ExpandF64TruncationPass,

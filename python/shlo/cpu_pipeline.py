@@ -140,6 +140,8 @@ class CpuPipeline:
                     "stablehlo-legalize-to-linalg",
                     # Before any fusion: all-parallel ops that read their init fuse wrongly.
                     "shlo-parallel-inits-to-inputs",
+                    # Before code generation: name every op nothing above lowered.
+                    "shlo-check-lowered{target=cpu}",
                     "stablehlo-convert-to-signless",
                     "canonicalize",
                 ],
