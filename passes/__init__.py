@@ -17,6 +17,7 @@ from shlo.passes.expand_small_float_conversions import ExpandSmallFloatConversio
 from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
 from shlo.passes.fold_tuples import FoldTuplesPass
 from shlo.passes.fuse_elementwise_by_indexing import FuseElementwiseByIndexingPass
+from shlo.passes.fuse_elementwise_trees import FuseElementwiseTreesPass
 from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
 from shlo.passes.legalize_broadcasts import LegalizeBroadcastsPass
 from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
@@ -58,6 +59,7 @@ PASSES: dict[str, type[Pass]] = {
     FixElementwiseSemanticsPass.argument: FixElementwiseSemanticsPass,
     FoldTuplesPass.argument: FoldTuplesPass,
     FuseElementwiseByIndexingPass.argument: FuseElementwiseByIndexingPass,
+    FuseElementwiseTreesPass.argument: FuseElementwiseTreesPass,
     LegalizeBroadcastsPass.argument: LegalizeBroadcastsPass,
     LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,
     LowerCholeskyPass.argument: LowerCholeskyPass,

@@ -37,68 +37,51 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, tensor
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import attribute_dict, linalg_generic_parts, ops_named
 from shlo.pass_framework import Pass
-
-
-def _all_parallel(op: ir.Operation) -> bool:
-    return all("parallel" in str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"]))
-
-
-def _segment_sizes(op: ir.Operation) -> tuple[int, int]:
-    inputs, outputs = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
-    return inputs, outputs
 
 
 def move_read_inits(op: ir.Operation) -> None:
     """Rebuild ``op`` with each read init as an input and a fresh empty output in its place."""
-    if not op.results or not _all_parallel(op):
-        return  # buffer semantics, or a real reduction: the init is the accumulator
-    n_inputs, n_outputs = _segment_sizes(op)
-    old_block = op.regions[0].blocks[0]
-    read = [i for i in range(n_outputs) if list(old_block.arguments[n_inputs + i].uses)]
+    if not op.results:
+        return  # buffer semantics
+    parts = linalg_generic_parts(op)
+    if not parts.all_parallel:
+        return  # a real reduction: the init is the accumulator
+    read = [i for i, arg in enumerate(parts.output_args) if list(arg.uses)]
     if not read:
         return
-    inputs = list(op.operands)[:n_inputs]
-    outputs = list(op.operands)[n_inputs:]
-    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
     with op.location, ir.InsertionPoint(op):
         fresh = []
-        for index, init in enumerate(outputs):
+        for index, init in enumerate(parts.outputs):
             if index in read:
                 init_type = ir.RankedTensorType(init.type)
                 init = tensor.empty(list(init_type.shape), init_type.element_type)
             fresh.append(init)
-        attributes = {
-            named.name: named.attr
-            for named in (op.attributes[i] for i in range(len(op.attributes)))
-        }
+        attributes = attribute_dict(op)
         attributes["indexing_maps"] = ir.ArrayAttr.get(
-            maps[:n_inputs] + [maps[n_inputs + i] for i in read] + maps[n_inputs:]
+            parts.input_map_attrs
+            + [parts.output_map_attrs[i] for i in read]
+            + parts.output_map_attrs
         )
         attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
-            [n_inputs + len(read), n_outputs]
+            [len(parts.inputs) + len(read), len(parts.outputs)]
         )
         new = ir.Operation.create(
             "linalg.generic",
             results=[r.type for r in op.results],
-            operands=[*inputs, *(outputs[i] for i in read), *fresh],
+            operands=[*parts.inputs, *(parts.outputs[i] for i in read), *fresh],
             attributes=attributes,
             regions=1,
         )
-    old_args = list(old_block.arguments)
-    arg_types = [a.type for a in old_args]
-    new_types = (
-        arg_types[:n_inputs] + [arg_types[n_inputs + i] for i in read] + arg_types[n_inputs:]
+    moved_args = [parts.output_args[i] for i in read]
+    new_block = new.regions[0].blocks.append(
+        *(a.type for a in [*parts.input_args, *moved_args, *parts.output_args])
     )
-    new_block = new.regions[0].blocks.append(*new_types)
-    new_args = list(new_block.arguments)
-    for index, arg in enumerate(old_args[:n_inputs]):
-        arg.replace_all_uses_with(new_args[index])
-    for offset, index in enumerate(read):
-        # The body reads the moved init through its new input argument.
-        old_args[n_inputs + index].replace_all_uses_with(new_args[n_inputs + offset])
-    for body_op in list(old_block.operations):
+    # The body reads each moved init through its new input argument.
+    for old, new_arg in zip([*parts.input_args, *moved_args], new_block.arguments):
+        old.replace_all_uses_with(new_arg)
+    for body_op in list(op.regions[0].blocks[0].operations):
         body_op.detach_from_parent()
         new_block.append(body_op)
     for old_result, new_result in zip(op.results, new.results):

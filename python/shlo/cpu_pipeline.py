@@ -43,7 +43,13 @@ class CodegenStrategy:
 # Fuse elementwise producers into consumers, then emit scalar loops.
 SCALAR_LOOPS = CodegenStrategy(
     name="scalar-loops",
-    tensor_passes=("func.func(linalg-fuse-elementwise-ops)", "canonicalize"),
+    tensor_passes=(
+        # Linear-time fusion of elementwise trees first; upstream's quadratic
+        # fusion then sees few ops.
+        "shlo-fuse-elementwise-trees",
+        "func.func(linalg-fuse-elementwise-ops)",
+        "canonicalize",
+    ),
     loop_passes=("func.func(convert-linalg-to-loops)",),
 )
 

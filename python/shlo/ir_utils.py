@@ -7,6 +7,7 @@ by name and built with ``ir.Operation.create``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -119,3 +120,48 @@ def is_static(type_: ir.Type) -> bool:
         return ir.ShapedType(type_).has_static_shape
     except ValueError:
         return True
+
+
+@dataclass(frozen=True)
+class GenericParts:
+    """A linalg.generic's operands, indexing maps and block arguments, split into ins and outs."""
+
+    inputs: list[ir.Value]
+    outputs: list[ir.Value]
+    input_map_attrs: list[ir.Attribute]
+    output_map_attrs: list[ir.Attribute]
+    input_args: list[ir.BlockArgument]
+    output_args: list[ir.BlockArgument]
+    all_parallel: bool
+
+    @property
+    def input_maps(self) -> list[ir.AffineMap]:
+        return [ir.AffineMapAttr(m).value for m in self.input_map_attrs]
+
+    @property
+    def output_maps(self) -> list[ir.AffineMap]:
+        return [ir.AffineMapAttr(m).value for m in self.output_map_attrs]
+
+
+def linalg_generic_parts(op: ir.Operation) -> GenericParts:
+    n_inputs = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])[0]
+    operands = list(op.operands)
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+    arguments = list(op.regions[0].blocks[0].arguments)
+    kinds = ir.ArrayAttr(op.attributes["iterator_types"])
+    return GenericParts(
+        inputs=operands[:n_inputs],
+        outputs=operands[n_inputs:],
+        input_map_attrs=maps[:n_inputs],
+        output_map_attrs=maps[n_inputs:],
+        input_args=arguments[:n_inputs],
+        output_args=arguments[n_inputs:],
+        all_parallel=all("parallel" in str(kind) for kind in kinds),
+    )
+
+
+def attribute_dict(op: ir.Operation) -> dict[str, ir.Attribute]:
+    """``op``'s attributes by name, to copy onto a rebuilt op."""
+    return {
+        named.name: named.attr for named in (op.attributes[i] for i in range(len(op.attributes)))
+    }
