@@ -15,11 +15,20 @@ Binding behaviour relied on (checked against that wheel):
 from __future__ import annotations
 
 import functools
+import sys
+import types
 
 from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir.dialects import arith, linalg, quant, scf, tensor
 from torch_mlir.execution_engine import ExecutionEngine
+
+# The wheel has no Python op modules for these dialects, and the bindings try
+# (and fail) to import one each time they wrap an op of the dialect: a 25x
+# slowdown of every walk. Empty modules make the lookup succeed once.
+for _dialect in ("stablehlo", "chlo", "vhlo"):
+    _name = f"torch_mlir.dialects.{_dialect}"
+    sys.modules.setdefault(_name, types.ModuleType(_name))
 
 __all__ = [
     "ExecutionEngine",
