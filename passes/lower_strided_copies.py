@@ -23,7 +23,12 @@ from shlo.pass_framework import Pass
 
 
 def is_contiguous(type_: ir.Type) -> bool:
-    """True for a static memref whose elements are laid out densely in row-major order."""
+    """True when ``finalize-memref-to-llvm`` copies ``type_`` with a memcpy, not ``memrefCopy``.
+
+    Mirrors upstream's rule exactly: innermost dimensions with row-major
+    strides, then only dimensions of size 1. A size-1 inner dimension with
+    another stride (a strided slice of it) is not contiguous there.
+    """
     try:
         memref = ir.MemRefType(type_)
     except ValueError:
@@ -31,13 +36,14 @@ def is_contiguous(type_: ir.Type) -> bool:
     if not memref.has_static_shape:
         return False
     strides, _ = memref.get_strides_and_offset()
+    dimension = len(strides) - 1
     expected = 1
-    for size, stride in reversed(list(zip(memref.shape, strides))):
-        # A dimension of size 1 never steps, so its stride does not matter.
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
+    while dimension >= 0 and strides[dimension] == expected:
+        expected *= memref.shape[dimension]
+        dimension -= 1
+    while dimension >= 0 and memref.shape[dimension] == 1:
+        dimension -= 1
+    return dimension < 0
 
 
 def lower_copy(op: ir.Operation) -> None:

@@ -30,3 +30,26 @@ func.func @contiguous_stays(%a: memref<2x3xf32, strided<[3, 1], offset: 6>>, %b:
   memref.copy %b, %c : memref<1x3xf32, strided<[7, 1]>> to memref<1x3xf32>
   return
 }
+
+// -----
+
+// A size-1 inner dimension with a stride other than the row-major one is not
+// contiguous for finalize-memref-to-llvm (a stride-2 slice of it).
+// CHECK-LABEL: func @strided_unit_inner_dimension
+func.func @strided_unit_inner_dimension(%a: memref<1x2x1xf32, strided<[2, 1, 2], offset: 2>>, %b: memref<1x2x1xf32>) {
+  // CHECK: linalg.copy
+  // CHECK-NOT: memref.copy
+  memref.copy %a, %b : memref<1x2x1xf32, strided<[2, 1, 2], offset: 2>> to memref<1x2x1xf32>
+  return
+}
+
+// -----
+
+// Size-1 outer dimensions may have any stride.
+// CHECK-LABEL: func @unit_outer_dimension
+func.func @unit_outer_dimension(%a: memref<1x2x3xf32, strided<[100, 3, 1], offset: 6>>, %b: memref<1x2x3xf32>) {
+  // CHECK: memref.copy
+  // CHECK-NOT: linalg.copy
+  memref.copy %a, %b : memref<1x2x3xf32, strided<[100, 3, 1], offset: 6>> to memref<1x2x3xf32>
+  return
+}
