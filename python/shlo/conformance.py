@@ -1,11 +1,17 @@
 """Run StableHLO's executable conformance tests through the CPU backend.
 
 Each test function's checks (``check.*`` ops, or ``stablehlo.custom_call
-@check.*`` in the JAX-generated testdata) are removed and their operands
-become extra results of the function. The function is compiled by our CPU
-pipeline, run, and the results are compared in numpy with upstream's
-tolerances. Every file runs in a child process of its own, because some
-passes abort on input they do not expect.
+@check.*`` in the JAX-generated testdata) are removed. By default
+(``--inputs=arguments``) the test's inputs (the constants ``@inputs()``
+returns, or the constants of a hand-written test) become run-time arguments
+of the compiled function, so the compiler cannot fold the computation away,
+and the expected values (``@expected()`` and the ``*_const`` checks'
+literals) are decoded in numpy on the host. ``--inputs=constants`` compiles
+the inputs and expected values into the program instead, as the original
+files do. What a check compares that is neither becomes an extra result.
+The function is compiled by our CPU pipeline, run, and the results are
+compared in numpy with upstream's tolerances. Every file runs in a child
+process of its own, because some passes abort on input they do not expect.
 
     python -m shlo.conformance /path/to/conformance/stablehlo [--report DIR]
 """
@@ -34,6 +40,7 @@ import numpy as np
 
 from shlo._mlir_compat import ir, new_context
 from shlo.diagnostics import ShloError
+from shlo.dtypes import numpy_dtype
 from shlo.lowering import lower_to_llvm
 from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
@@ -171,8 +178,8 @@ def run_parallel_as_custom_calls(text: str) -> str:
 @dataclass
 class Check:
     kind: str  # expect_eq, expect_almost_eq, expect_close, eq, ...
-    first_result: int  # index of the first extra result holding its operands
-    operands: int
+    # Per operand: the index of the result holding it, or its value decoded on the host.
+    operands: list[int | np.ndarray]
     tolerance: float | None
     max_ulp: int
 
@@ -203,12 +210,143 @@ def _create(name: str, result_type: ir.Type, value: ir.Attribute, before: ir.Ope
     return op.result
 
 
-def extract_checks(function: ir.Operation) -> list[Check]:
+# --- decoding constants on the host -----------------------------------------------------
+
+_LITERAL_TOKEN = re.compile(r"[\[\]()]|[^\s\[\](),]+")
+# Operands that give a result's shape: they must stay constants for the program
+# to have static shapes, so they are never made arguments.
+_SHAPE_OPERANDS = {
+    "stablehlo.dynamic_broadcast_in_dim": {1},
+    "stablehlo.dynamic_reshape": {1},
+    "stablehlo.dynamic_iota": {0},
+    "stablehlo.dynamic_pad": {2, 3, 4},
+    "stablehlo.real_dynamic_slice": {1, 2, 3},
+    "stablehlo.dynamic_gather": {2},
+    "stablehlo.dynamic_conv": {2},
+    "stablehlo.rng": {2},
+}
+
+
+def _scalar(token: str, dtype: np.dtype[Any]) -> Any:
+    """One literal element: a decimal, true/false, or a float's bits as 0x hex."""
+    if dtype.kind == "b":
+        if token not in ("true", "false", "0", "1"):
+            raise ValueError(f"bad i1 literal {token}")
+        return token in ("true", "1")
+    if token.startswith(("0x", "0X")) and dtype.kind not in "iu":
+        bits = np.array(int(token, 16), dtype=f"u{dtype.itemsize}")
+        return bits.view(dtype)[()]
+    return int(token) if dtype.kind in "iu" else float(token)
+
+
+def _decode_hex(data: bytes, dtype: np.dtype[Any]) -> np.ndarray:
+    """MLIR's raw hex form: each element's bytes, little-endian; one element is a splat."""
+    if dtype.kind == "b":
+        return np.frombuffer(data, np.uint8) != 0  # one byte per i1, as MLIR parses it
+    if dtype.name in ("int2", "int4", "uint2", "uint4"):
+        raise ValueError("sub-byte hex literals are not decoded")
+    return np.frombuffer(data, dtype=dtype).copy()
+
+
+def decode_literal(literal: str, tensor_type: str) -> np.ndarray:
+    """The value of ``dense<...>`` of MLIR type ``tensor_type`` as a numpy array.
+
+    Raises ValueError for what numpy cannot hold (quantized or token types,
+    sparse or resource literals).
+    """
+    parsed_type = re.fullmatch(r"tensor<((?:\d+x)*)(.+)>", tensor_type.strip())
+    if not parsed_type or not literal.startswith("dense<") or not literal.endswith(">"):
+        raise ValueError(f"cannot decode {literal[:40]} : {tensor_type}")
+    shape = tuple(int(d) for d in parsed_type.group(1).split("x") if d)
+    element = parsed_type.group(2)
+    complex_part = re.fullmatch(r"complex<(\w+)>", element)
+    dtype = numpy_dtype(element)
+    count = int(np.prod(shape))
+    body = literal[len("dense<") : -1].strip()
+    if body.startswith('"0x'):
+        array = _decode_hex(bytes.fromhex(body[3:-1]), dtype)
+    else:
+        scalar_dtype = numpy_dtype(complex_part.group(1)) if complex_part else dtype
+        tokens = [t for t in _LITERAL_TOKEN.findall(body) if t not in "[]"]
+        if complex_part:
+            # "(re", "im)" pairs: the parentheses are separate tokens.
+            numbers = [t for t in tokens if t not in "()"]
+            parts = [_scalar(t, scalar_dtype) for t in numbers]
+            values = [complex(re_, im) for re_, im in zip(parts[::2], parts[1::2])]
+        else:
+            values = [_scalar(t, dtype) for t in tokens]
+        array = np.empty(len(values), dtype)
+        for index, value in enumerate(values):
+            array[index] = value
+    if array.size == 1 and count != 1:
+        return np.broadcast_to(array.reshape(()), shape).copy()
+    if array.size != count:
+        raise ValueError(f"{array.size} elements in a literal of {tensor_type}")
+    return array.reshape(shape)
+
+
+def _constant_value(op: ir.Operation) -> np.ndarray | None:
+    """The value of a ``stablehlo.constant`` as numpy holds it, or None."""
+    if op.name != "stablehlo.constant":
+        return None
+    # str(op), not op.attributes: the bindings cannot wrap complex literals.
+    match = re.search(r"stablehlo\.constant (dense<.*>) : (tensor<.*>)$", str(op).strip(), re.S)
+    if not match:
+        return None
+    try:
+        return decode_literal(match.group(1), match.group(2))
+    except ValueError:
+        return None
+
+
+def _callee(op: ir.Operation) -> ir.Operation | None:
+    """The function a ``func.call`` in a module calls."""
+    if op.name != "func.call":
+        return None
+    name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    module = op.parent.parent
+    for candidate in module.regions[0].blocks[0].operations:
+        if (
+            candidate.operation.name == "func.func"
+            and ir.StringAttr(candidate.attributes["sym_name"]).value == name
+        ):
+            return candidate.operation
+    return None
+
+
+def host_value(value: ir.Value) -> np.ndarray | None:
+    """``value`` decoded on the host: a constant, or what a call returns as a constant."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return None
+    owner = owner.operation
+    if owner.name == "stablehlo.constant":
+        return _constant_value(owner)
+    callee = _callee(owner)
+    if callee is None or not callee.regions[0].blocks:
+        return None
+    returned = list(list(callee.regions[0].blocks[0].operations)[-1].operands)
+    index = ir.OpResult(value).result_number
+    defining = returned[index].owner
+    if not isinstance(defining, (ir.Operation, ir.OpView)):
+        return None
+    return _constant_value(defining.operation)
+
+
+def _erase_if_unused(op: ir.Operation) -> None:
+    if all(not list(result.uses) for result in op.results):
+        op.erase()
+
+
+def extract_checks(function: ir.Operation, on_host: bool = False) -> list[Check]:
     """Turn the checks in ``function`` into extra results; returns what to compare.
 
     The expected value of a ``*_const`` check is a ``stablehlo.constant``
-    operand by now (see ``checks_as_custom_calls``), so numpy never has to
-    parse MLIR literals.
+    operand by now (see ``checks_as_custom_calls``). With ``on_host``, the
+    expected operands that are constants (or that a call returns as
+    constants, as ``@expected()`` does) are decoded in numpy instead of being
+    computed; the actual operand is always computed, so that a check of a
+    constant still tests the compiled code.
     """
     block = function.regions[0].blocks[0]
     terminator = list(block.operations)[-1]
@@ -219,39 +357,117 @@ def extract_checks(function: ir.Operation) -> list[Check]:
             kind = _check_name(op)
             if kind is None:
                 continue
-            operands = list(op.operands)
+            operands: list[int | np.ndarray] = []
+            decoded_owners: list[ir.Operation] = []
+            # The quantized testdata's check.eq takes (expected, actual).
+            actual = len(op.operands) - 1 if kind == "eq" else 0
+            for index, value in enumerate(op.operands):
+                decoded = host_value(value) if on_host and index != actual else None
+                if decoded is None:
+                    operands.append(len(check_operands))
+                    check_operands.append(value)
+                else:
+                    operands.append(decoded)
+                    owner = value.owner.operation
+                    if not any(owner == seen for seen in decoded_owners):
+                        decoded_owners.append(owner)
             checks.append(
                 Check(
                     kind=kind.removesuffix("_const"),
-                    first_result=len(check_operands),
-                    operands=len(operands),
+                    operands=operands,
                     tolerance=_float_attr(op, "tolerance"),
                     max_ulp=int(_float_attr(op, "max_ulp_difference") or MAX_ULP_DIFFERENCE),
                 )
             )
-            check_operands += operands
             for result in op.results:
                 # check.eq yields its verdict; nothing downstream may depend on it.
                 true = ir.DenseElementsAttr.get_splat(result.type, ir.BoolAttr.get(True))
                 result.replace_all_uses_with(_create("stablehlo.constant", result.type, true, op))
             op.erase()
+            # The expected values' constants and calls, now that nothing reads them.
+            for owner in decoded_owners:
+                _erase_if_unused(owner)
         # Read the returned values only now: a function may return a check's
         # verdict, which was just replaced by a constant (the old value is gone).
         returned = list(terminator.operands)
         for check in checks:
-            check.first_result += len(returned)
+            check.operands = [
+                o + len(returned) if isinstance(o, int) else o for o in check.operands
+            ]
         returned += check_operands
         ir.InsertionPoint(terminator).insert(
             ir.Operation.create(terminator.name, operands=returned, loc=terminator.location)
         )
         terminator.erase()
-        old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
-        function.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(list(old_type.inputs), [v.type for v in returned])
-        )
+        _set_function_type(function, None, [v.type for v in returned])
         if "res_attrs" in function.attributes:
             del function.attributes["res_attrs"]
     return checks
+
+
+def _set_function_type(
+    function: ir.Operation, inputs: list[ir.Type] | None, results: list[ir.Type] | None
+) -> None:
+    old_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    function.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(
+            list(old_type.inputs) if inputs is None else inputs,
+            list(old_type.results) if results is None else results,
+        )
+    )
+
+
+def _liftable(value: ir.Value) -> bool:
+    """Whether ``value`` may become an argument.
+
+    Not when a use needs it constant for its shape, nor when a check reads it
+    directly (it is returned by now): that check tests the constant itself.
+    """
+    for use in value.uses:
+        if use.owner.name == "func.return":
+            return False
+        if use.operand_number in _SHAPE_OPERANDS.get(use.owner.name, ()):
+            return False
+    return True
+
+
+def inputs_as_arguments(function: ir.Operation) -> list[np.ndarray]:
+    """Make ``function``'s inputs run-time arguments; returns their values.
+
+    The inputs are the results of ``call @inputs()`` (the JAX testdata), or
+    else the function's own top-level constants (the hand-written tests).
+    What numpy cannot hold (quantized types) and shape operands stay constants.
+    """
+    block = function.regions[0].blocks[0]
+    if len(block.arguments):
+        return []
+    sources: list[tuple[ir.Value, np.ndarray]] = []
+    calls = [op for op in block.operations if op.name == "func.call"]
+    input_calls = [
+        op for op in calls if ir.FlatSymbolRefAttr(op.attributes["callee"]).value == "inputs"
+    ]
+    candidates = (
+        [result for op in input_calls for result in op.results]
+        if input_calls
+        else [op.result for op in block.operations if op.name == "stablehlo.constant"]
+    )
+    for value in candidates:
+        if not list(value.uses) or not _liftable(value):
+            continue
+        decoded = host_value(value)
+        if decoded is not None:
+            sources.append((value, decoded))
+    with function.context, function.location:
+        lifted: list[ir.Operation] = []
+        for value, _ in sources:
+            value.replace_all_uses_with(block.add_argument(value.type, function.location))
+            owner = value.owner.operation
+            if not any(owner == seen for seen in lifted):
+                lifted.append(owner)
+        for op in lifted:
+            _erase_if_unused(op)
+        _set_function_type(function, [a.type for a in block.arguments], None)
+    return [array for _, array in sources]
 
 
 # --- comparing ----------------------------------------------------------------------
@@ -359,14 +575,20 @@ def _function(module: ir.Module, name: str) -> ir.Operation:
     raise KeyError(name)
 
 
-def run_function(text: str, name: str, filename: str) -> tuple[str, str]:
-    """(status, message) of one test function of one chunk."""
+def run_function(text: str, name: str, filename: str, inputs: str = "arguments") -> tuple[str, str]:
+    """(status, message) of one test function of one chunk.
+
+    ``inputs`` is "arguments" (inputs passed at run time, expected values
+    decoded on the host) or "constants" (both compiled into the program).
+    """
     context = new_context()
     module = ir.Module.parse(text, context)
     function = _function(module, name)
-    checks = extract_checks(function)
+    as_arguments = inputs == "arguments" and "interpreter.run_parallel" not in text
+    checks = extract_checks(function, on_host=as_arguments)
     if any(c.kind.startswith("expect_serialized") for c in checks):
         return "unsupported", "check.expect_serialized_eq compares interpreter probe files"
+    arguments = inputs_as_arguments(function) if as_arguments else []
     try:
         if "interpreter.run_parallel" in text:
             run_pipeline(module, ["inline", "shlo-unroll-replicas"], filename)
@@ -374,10 +596,10 @@ def run_function(text: str, name: str, filename: str) -> tuple[str, str]:
     except ShloError as error:
         return "error", str(error).splitlines()[0] if str(error) else error.summary
     loaded = LoadedFunction(lowered.llvm_bytecode, lowered.input_types, lowered.result_types)
-    outputs = loaded([])
+    outputs = loaded([np.ascontiguousarray(a) for a in arguments])
     problems = []
     for check in checks:
-        values = outputs[check.first_result : check.first_result + check.operands]
+        values = [outputs[o] if isinstance(o, int) else o for o in check.operands]
         # The quantized testdata's check.eq takes (expected, actual).
         actual, expected = reversed(values) if check.kind == "eq" else values
         problem = compare(check.kind, actual, expected, check.tolerance, check.max_ulp)
@@ -392,7 +614,7 @@ def _relative_name(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def run_file(path: Path, root: Path) -> list[CaseResult]:
+def run_file(path: Path, root: Path, inputs: str = "arguments") -> list[CaseResult]:
     """Every test case of one file, run in this process."""
     relative = _relative_name(path, root)
     text = path.read_text()
@@ -417,19 +639,19 @@ def run_file(path: Path, root: Path) -> list[CaseResult]:
             )
             start = time.perf_counter()
             try:
-                status, message = run_function(padded, name, str(path))
+                status, message = run_function(padded, name, str(path), inputs)
             except Exception as error:
                 status, message = "error", f"{type(error).__name__}: {error}".splitlines()[0]
             results.append(CaseResult(case, status, message, time.perf_counter() - start))
     return results
 
 
-def _child(path: Path, root: Path, connection: Connection, stderr_path: str) -> None:
+def _child(path: Path, root: Path, inputs: str, connection: Connection, stderr_path: str) -> None:
     # C++ errors and aborts print to fd 2; keep them for the crash report.
     stderr = os.open(stderr_path, os.O_WRONLY)
     os.dup2(stderr, 2)
     try:
-        results = run_file(path, root)
+        results = run_file(path, root, inputs)
     except BaseException:
         traceback.print_exc()
         raise
@@ -443,7 +665,7 @@ def _last_lines(path: str, count: int = 3) -> str:
 
 
 def run_isolated(
-    paths: Sequence[Path], root: Path, jobs: int, timeout: float
+    paths: Sequence[Path], root: Path, jobs: int, timeout: float, inputs: str = "arguments"
 ) -> Iterator[list[CaseResult]]:
     """Run each file in a forked child, ``jobs`` at a time; yields each file's results."""
     context = multiprocessing.get_context("fork")
@@ -455,7 +677,7 @@ def run_isolated(
             receiver, sender = context.Pipe(duplex=False)
             handle, stderr_path = tempfile.mkstemp(prefix="shlo-conformance-")
             os.close(handle)
-            process = context.Process(target=_child, args=(path, root, sender, stderr_path))
+            process = context.Process(target=_child, args=(path, root, inputs, sender, stderr_path))
             process.start()
             sender.close()
             running[receiver] = (path, process, time.monotonic(), stderr_path)
@@ -562,6 +784,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--expected-failures", type=Path, help="cases allowed to fail, with reasons"
     )
+    parser.add_argument(
+        "--inputs",
+        choices=["arguments", "constants"],
+        default="arguments",
+        help="pass the test inputs as run-time arguments and decode the expected values "
+        "on the host (default), or compile both into the program as the files do",
+    )
     parser.add_argument("--report", type=Path, help="write summary.md and failures.jsonl here")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case")
     args = parser.parse_args(argv)
@@ -577,7 +806,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[CaseResult] = []
     started = time.monotonic()
     tty = sys.stderr.isatty()
-    for done, file_results in enumerate(run_isolated(files, root, args.jobs, args.timeout), 1):
+    for done, file_results in enumerate(
+        run_isolated(files, root, args.jobs, args.timeout, args.inputs), 1
+    ):
         for result in file_results:
             if result.status not in ("pass", "unsupported") and result.case in expected:
                 result.status = "xfail"
@@ -602,7 +833,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     failures = [r for r in results if r.status not in ("pass", "xfail", "unsupported")]
     rate = 100.0 * passed / max(len(executed), 1)
     summary = [
-        f"files: {len(files)}, cases: {len(results)}, time: {time.monotonic() - started:.0f} s",
+        f"files: {len(files)}, cases: {len(results)}, inputs: {args.inputs}, "
+        f"time: {time.monotonic() - started:.0f} s",
         f"passed: {passed} of {len(executed)} executable cases ({rate:.2f}%); "
         + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()) if k != "pass"),
     ]

@@ -1,6 +1,8 @@
 """A fixed sample of StableHLO's conformance tests, compiled and run on the CPU.
 
-The full run is one command (see docs/cpu.md):
+The sample runs in the default mode, with the inputs passed as run-time
+arguments and the expected values decoded on the host. The full run is one
+command (see docs/cpu.md):
 
   python -m shlo.conformance ../shared/conformance/stablehlo \\
       --expected-failures test/conformance/expected_failures.txt --report build/conformance
@@ -13,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from shlo import conformance
+from shlo._mlir_compat import ir, new_context
 
 REPO = Path(__file__).parents[2]
 EXPECTED_FAILURES = REPO / "test" / "conformance" / "expected_failures.txt"
@@ -59,3 +64,136 @@ def test_conformance_sample(tmp_path: Path) -> None:
     print(result.stdout)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert f"files: {SAMPLE_FILES}," in result.stdout
+
+
+# --- the run-time inputs mode -------------------------------------------------------------
+
+ADD_TEST = """
+func.func @add_test() {
+  %0 = stablehlo.constant dense<[1, 0, -1, -2]> : tensor<4xi8>
+  %1 = stablehlo.constant dense<[-1, 1, 1, 1]> : tensor<4xi8>
+  %2 = stablehlo.add %0, %1 : tensor<4xi8>
+  check.expect_eq_const %2, dense<EXPECTED> : tensor<4xi8>
+  func.return
+}
+"""
+
+JAX_TEST = """
+func.func public @main() -> tensor<3xf32> {
+  %0:2 = call @inputs() : () -> (tensor<3xf32>, tensor<f32>)
+  %1 = call @expected() : () -> tensor<3xf32>
+  %2 = stablehlo.broadcast_in_dim %0#1, dims = [] : (tensor<f32>) -> tensor<3xf32>
+  %3 = stablehlo.multiply %0#0, %2 : tensor<3xf32>
+  stablehlo.custom_call @check.expect_close(%3, %1) {has_side_effect = true}
+      : (tensor<3xf32>, tensor<3xf32>) -> ()
+  return %3 : tensor<3xf32>
+}
+func.func private @inputs() -> (tensor<3xf32>, tensor<f32>) {
+  %0 = stablehlo.constant dense<[1.0, -2.0, 0x7FC00000]> : tensor<3xf32>
+  %1 = stablehlo.constant dense<3.0> : tensor<f32>
+  return %0, %1 : tensor<3xf32>, tensor<f32>
+}
+func.func private @expected() -> tensor<3xf32> {
+  %0 = stablehlo.constant dense<[3.0, -6.0, 0x7FC00000]> : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+
+
+def _prepared(text: str, name: str):
+    """The module (which owns the function), the function, its checks and its inputs."""
+    module = ir.Module.parse(conformance.checks_as_custom_calls(text), new_context())
+    function = conformance._function(module, name)
+    checks = conformance.extract_checks(function, on_host=True)
+    return module, function, checks, conformance.inputs_as_arguments(function)
+
+
+@pytest.mark.parametrize(
+    ("literal", "type_", "want"),
+    [
+        ("dense<[1.5, 0x7FC0, -0.0]>", "tensor<3xbf16>", np.array([1.5, np.nan, -0.0])),
+        ("dense<[0x7C00, 0xFC00]>", "tensor<2xf16>", np.array([np.inf, -np.inf])),
+        ("dense<[[1.0, 2.5], [-3.0, 4.0]]>", "tensor<2x2xf8E4M3FN>", [[1, 2.5], [-3, 4]]),
+        ("dense<[(1.5,-2.0), (0x7F800000,0.0)]>", "tensor<2xcomplex<f32>>", [1.5 - 2j, np.inf]),
+        ('dense<"0x0000803F000000C0">', "tensor<2xf32>", np.array([1.0, -2.0])),
+        ('dense<"0x0000803F">', "tensor<2x2xf32>", np.ones((2, 2))),
+        ("dense<[true, false, true]>", "tensor<3xi1>", np.array([True, False, True])),
+        ('dense<"0x000105">', "tensor<3xi1>", np.array([False, True, True])),
+        ('dense<"0x01">', "tensor<2xi1>", np.array([True, True])),
+        ("dense<[-8, 7, -1]>", "tensor<3xi4>", np.array([-8, 7, -1])),
+        ("dense<18446744073709551615>", "tensor<2xui64>", np.array([2**64 - 1] * 2, np.uint64)),
+        ("dense<-3>", "tensor<i32>", np.array(-3)),
+    ],
+)
+def test_decode_literal(literal: str, type_: str, want) -> None:
+    got = conformance.decode_literal(literal, type_)
+    want = np.asarray(want)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.astype(want.dtype), want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int16", "int64"])
+def test_decode_literal_round_trips_printed_attributes(dtype: str) -> None:
+    # Small arrays print as decimals, large ones as raw hex: both must decode.
+    rng = np.random.default_rng(0)
+    for size in (7, 500):
+        array = (rng.standard_normal(size) * 100).astype(dtype)
+        with new_context():
+            printed = str(ir.DenseElementsAttr.get(array))
+        literal, _, type_ = printed.rpartition(" : ")
+        np.testing.assert_array_equal(conformance.decode_literal(literal, type_), array)
+
+
+def test_inputs_become_arguments_and_expected_values_stay_on_the_host() -> None:
+    module, function, checks, arguments = _prepared(JAX_TEST, "main")
+    assert [a.shape for a in arguments] == [(3,), ()]
+    text = str(function)
+    assert "stablehlo.multiply %arg0" in text and "stablehlo.broadcast_in_dim %arg1" in text
+    assert "call @" not in text and "stablehlo.constant" not in text, str(module)
+    (check,) = checks
+    assert check.operands[0] == 1  # the second result; the first is what main returns
+    np.testing.assert_array_equal(check.operands[1], np.array([3.0, -6.0, np.nan], np.float32))
+
+
+def test_shape_operands_stay_constants() -> None:
+    source = """
+    func.func @broadcast_test() {
+      %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
+      %1 = stablehlo.constant dense<[3, 2]> : tensor<2xi64>
+      %2 = stablehlo.dynamic_broadcast_in_dim %0, %1, dims = [1]
+          : (tensor<2xi32>, tensor<2xi64>) -> tensor<3x2xi32>
+      check.expect_eq_const %2, dense<[[1, 2], [1, 2], [1, 2]]> : tensor<3x2xi32>
+      func.return
+    }
+    """
+    module, function, _, arguments = _prepared(source, "broadcast_test")
+    assert [a.tolist() for a in arguments] == [[1, 2]]
+    assert "stablehlo.dynamic_broadcast_in_dim %arg0, %c" in str(function)
+    assert "dense<[3, 2]>" in str(module)
+
+
+@pytest.mark.parametrize("inputs", ["arguments", "constants"])
+def test_run_function_compares_with_the_expected_values(inputs: str) -> None:
+    good = ADD_TEST.replace("EXPECTED", "[0, 1, 0, -1]")
+    bad = ADD_TEST.replace("EXPECTED", "[0, 1, 0, 5]")
+    for text, status in ((good, "pass"), (bad, "fail")):
+        text = conformance.checks_as_custom_calls(text)
+        assert conformance.run_function(text, "add_test", "<test>", inputs)[0] == status
+    text = conformance.checks_as_custom_calls(JAX_TEST)
+    assert conformance.run_function(text, "main", "<test>", inputs) == ("pass", "")
+
+
+def test_a_checked_constant_is_computed_not_decoded() -> None:
+    source = """
+    func.func @constant_test() {
+      %0 = stablehlo.constant dense<[(1.5,2.0), (-3.0,0.5)]> : tensor<2xcomplex<f32>>
+      check.expect_eq_const %0, dense<[(1.5,2.0), (-3.0,0.5)]> : tensor<2xcomplex<f32>>
+      func.return
+    }
+    """
+    module, _function, checks, arguments = _prepared(source, "constant_test")
+    assert arguments == []
+    assert isinstance(checks[0].operands[0], int), str(module)
+    assert isinstance(checks[0].operands[1], np.ndarray)
+    wrong = conformance.checks_as_custom_calls(source.replace("0.5)]> :", "0.25)]> :", 1))
+    assert conformance.run_function(wrong, "constant_test", "<test>")[0] == "fail"

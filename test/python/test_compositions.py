@@ -1,0 +1,500 @@
+"""Differential tests of small op graphs: compiled CPU code against the interpreter.
+
+Single ops can be right while their compositions are wrong: fusion merges
+producers into consumers, and a producer that is correct alone may not be
+once fused. Hypothesis builds random DAGs of 2 to 6 StableHLO ops
+(dot_general with and without batching and contracting dimensions,
+broadcast_in_dim, transpose, reshape, reduce, elementwise ops, slice,
+concatenate, compare + select, convert) over static shapes of rank 0-4 with
+dimensions of 1-5. Each op reads earlier values, preferring the newest one so
+that chains form; every value nothing reads is returned.
+
+Inputs are multiples of 1/4 in [-2, 2] (integers in [-3, 3]), so sums and
+products of a few of them are exact in f32. Values that stay exact may feed
+ops whose result jumps on tiny errors (f32 -> i32 converts, compares);
+inexact ones (after exp or tanh, or after many products) are compared with
+f32 tolerances only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import shlo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from shlo.interpreter import interpret
+
+MAX_RANK = 4
+MAX_DIM = 5
+# Exact while values stay on a coarse binary grid: two levels of products of
+# multiples of 1/4 are multiples of 1/256, far from f32's 24 bits.
+MAX_EXACT_PRODUCTS = 2
+FLOAT_UNARY = ["exponential", "tanh", "negate", "abs"]
+INT_UNARY = ["negate", "abs"]
+BINARY = ["add", "multiply", "subtract", "maximum", "minimum"]
+
+
+def tensor(shape: tuple[int, ...], element: str) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + element + ">"
+
+
+@dataclass
+class Value:
+    name: str
+    shape: tuple[int, ...]
+    element: str  # f32 or i32
+    products: int = 0  # how many multiplications deep; exact while small
+    exact: bool = True
+    uses: int = 0
+
+    @property
+    def type(self) -> str:
+        return tensor(self.shape, self.element)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass
+class Graph:
+    """A function under construction: its arguments, ops and values."""
+
+    draw: st.DrawFn
+    arguments: list[Value] = field(default_factory=list)
+    values: list[Value] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+    def argument(self, shape: tuple[int, ...], element: str) -> Value:
+        value = Value(f"%arg{len(self.arguments)}", shape, element)
+        self.arguments.append(value)
+        self.values.append(value)
+        return value
+
+    def pick(self, accept=lambda v: True) -> Value | None:
+        """The newest acceptable value most of the time, else any acceptable one."""
+        candidates = [v for v in self.values if accept(v)]
+        if not candidates:
+            return None
+        if self.draw(st.integers(0, 9)) < 6:
+            return candidates[-1]
+        return self.draw(st.sampled_from(candidates))
+
+    def operand(self, shape: tuple[int, ...], element: str, exact: bool = False) -> Value:
+        """An earlier value of this type, or a new argument."""
+        found = self.pick(
+            lambda v: v.shape == shape and v.element == element and (v.exact or not exact)
+        )
+        if found is not None and self.draw(st.booleans()):
+            return found
+        return self.argument(shape, element)
+
+    def emit(self, text: str, result: Value, *operands: Value) -> Value:
+        for operand in operands:
+            operand.uses += 1
+        self.lines.append(f"    {result.name} = {text}")
+        self.values.append(result)
+        return result
+
+    def new(
+        self, shape: tuple[int, ...], element: str, *operands: Value, products: int = 0
+    ) -> Value:
+        deepest = max((o.products for o in operands), default=0)
+        return Value(
+            f"%v{len(self.lines)}",
+            shape,
+            element,
+            products=deepest + products,
+            exact=all(o.exact for o in operands) and deepest + products <= MAX_EXACT_PRODUCTS,
+        )
+
+    def source(self) -> str:
+        # Arguments are added on demand, between ops too: tell them apart by identity.
+        arguments = {id(a) for a in self.arguments}
+        returned = [v for v in self.values if v.uses == 0 and id(v) not in arguments]
+        signature = ", ".join(f"{a.name}: {a.type}" for a in self.arguments)
+        types = ", ".join(v.type for v in returned)
+        body = "\n".join(self.lines)
+        return (
+            f"func.func @main({signature}) -> ({types}) {{\n{body}\n"
+            f"    return {', '.join(v.name for v in returned)} : {types}\n}}\n"
+        )
+
+
+def small_shape(draw: st.DrawFn, min_rank: int = 0, max_rank: int = MAX_RANK) -> tuple[int, ...]:
+    return tuple(draw(st.lists(st.integers(1, MAX_DIM), min_size=min_rank, max_size=max_rank)))
+
+
+def subset(draw: st.DrawFn, items: list[int], min_size: int = 0) -> list[int]:
+    """A random subset of ``items`` in a random order."""
+    if not items:
+        return []
+    return draw(st.lists(st.sampled_from(items), unique=True, min_size=min_size))
+
+
+# --- one builder per op kind; each returns False when the graph cannot take it --------------
+
+
+def add_unary(g: Graph) -> bool:
+    x = g.pick()
+    assert x is not None
+    op = g.draw(st.sampled_from(FLOAT_UNARY if x.element == "f32" else INT_UNARY))
+    result = g.new(x.shape, x.element, x)
+    result.exact = result.exact and op in ("negate", "abs")
+    g.emit(f"stablehlo.{op} {x.name} : {x.type}", result, x)
+    return True
+
+
+def add_binary(g: Graph) -> bool:
+    x = g.pick()
+    assert x is not None
+    y = g.operand(x.shape, x.element)
+    op = g.draw(st.sampled_from(BINARY))
+    result = g.new(x.shape, x.element, x, y, products=int(op == "multiply"))
+    g.emit(f"stablehlo.{op} {x.name}, {y.name} : {x.type}", result, x, y)
+    return True
+
+
+def add_dot_general(g: Graph) -> bool:
+    lhs = g.pick(lambda v: v.rank >= 1)
+    if lhs is None:
+        return False
+    axes = list(range(lhs.rank))
+    batching = subset(g.draw, axes)
+    contracting = subset(g.draw, [a for a in axes if a not in batching])
+    lhs_free = [a for a in axes if a not in batching and a not in contracting]
+    rhs_free = small_shape(g.draw, 0, 2)
+    rank = len(batching) + len(lhs_free) + len(rhs_free)
+    if rank > MAX_RANK or len(batching) + len(contracting) + len(rhs_free) > MAX_RANK:
+        return False
+    # The rhs holds the batching, contracting and free dimensions in a random order.
+    parts = (
+        [("b", i) for i in range(len(batching))]
+        + [("c", i) for i in range(len(contracting))]
+        + [("f", i) for i in range(len(rhs_free))]
+    )
+    order = g.draw(st.permutations(parts))
+    sizes = {"b": [lhs.shape[a] for a in batching], "c": [lhs.shape[a] for a in contracting]}
+    sizes["f"] = list(rhs_free)
+    rhs_shape = tuple(sizes[kind][i] for kind, i in order)
+    rhs_batching = [order.index(("b", i)) for i in range(len(batching))]
+    rhs_contracting = [order.index(("c", i)) for i in range(len(contracting))]
+    rhs = g.operand(rhs_shape, lhs.element)
+    shape = (
+        tuple(lhs.shape[a] for a in batching)
+        + tuple(lhs.shape[a] for a in lhs_free)
+        + tuple(rhs_free[i] for kind, i in order if kind == "f")  # in the rhs's order
+    )
+    result = g.new(shape, lhs.element, lhs, rhs, products=1)
+    g.emit(
+        f"stablehlo.dot_general {lhs.name}, {rhs.name}, batching_dims = {batching} x "
+        f"{rhs_batching}, contracting_dims = {contracting} x {rhs_contracting} : "
+        f"({lhs.type}, {rhs.type}) -> {tensor(shape, lhs.element)}",
+        result,
+        lhs,
+        rhs,
+    )
+    return True
+
+
+def add_broadcast_in_dim(g: Graph) -> bool:
+    x = g.pick(lambda v: v.rank < MAX_RANK)
+    if x is None:
+        return False
+    rank = g.draw(st.integers(x.rank, MAX_RANK))
+    # Distinct result dimensions for the operand's, in any order (a transpose too).
+    dims = g.draw(st.permutations(range(rank)))[: x.rank]
+    shape = [g.draw(st.integers(1, MAX_DIM)) for _ in range(rank)]
+    for axis, dim in enumerate(dims):
+        if x.shape[axis] != 1 or g.draw(st.booleans()):
+            shape[dim] = x.shape[axis]
+    result = g.new(tuple(shape), x.element, x)
+    g.emit(
+        f"stablehlo.broadcast_in_dim {x.name}, dims = {list(dims)} : ({x.type}) -> {result.type}",
+        result,
+        x,
+    )
+    return True
+
+
+def add_transpose(g: Graph) -> bool:
+    x = g.pick(lambda v: v.rank >= 2)
+    if x is None:
+        return False
+    permutation = list(g.draw(st.permutations(range(x.rank))))
+    result = g.new(tuple(x.shape[a] for a in permutation), x.element, x)
+    g.emit(
+        f"stablehlo.transpose {x.name}, dims = {permutation} : ({x.type}) -> {result.type}",
+        result,
+        x,
+    )
+    return True
+
+
+def prime_factors(n: int) -> list[int]:
+    factors, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors
+
+
+def add_reshape(g: Graph) -> bool:
+    x = g.pick()
+    assert x is not None
+    factors = g.draw(st.permutations(prime_factors(math.prod(x.shape))))
+    rank = g.draw(st.integers(min(len(factors), 1), MAX_RANK))
+    shape = [1] * rank
+    for factor in factors:
+        shape[g.draw(st.integers(0, rank - 1))] *= factor
+    result = g.new(tuple(shape), x.element, x)
+    g.emit(f"stablehlo.reshape {x.name} : ({x.type}) -> {result.type}", result, x)
+    return True
+
+
+def add_reduce(g: Graph) -> bool:
+    x = g.pick(lambda v: v.rank >= 1)
+    if x is None:
+        return False
+    dims = sorted(subset(g.draw, list(range(x.rank)), min_size=1))
+    op = g.draw(st.sampled_from(["add", "maximum"]))
+    if op == "add":
+        init = "0.0" if x.element == "f32" else "0"
+    else:
+        init = "0xFF800000" if x.element == "f32" else "-2147483648"
+    shape = tuple(size for axis, size in enumerate(x.shape) if axis not in dims)
+    result = g.new(shape, x.element, x)
+    scalar = tensor((), x.element)
+    g.lines.append(f"    %init{len(g.lines)} = stablehlo.constant dense<{init}> : {scalar}")
+    g.emit(
+        f"stablehlo.reduce({x.name} init: %init{len(g.lines) - 1}) applies stablehlo.{op} "
+        f"across dimensions = {dims} : ({x.type}, {scalar}) -> {result.type}",
+        result,
+        x,
+    )
+    return True
+
+
+def add_slice(g: Graph) -> bool:
+    x = g.pick(lambda v: v.rank >= 1)
+    if x is None:
+        return False
+    starts, limits, strides = [], [], []
+    for size in x.shape:
+        start = g.draw(st.integers(0, size - 1))
+        starts.append(start)
+        limits.append(g.draw(st.integers(start + 1, size)))
+        strides.append(g.draw(st.integers(1, 2)))
+    shape = tuple(-(-(hi - lo) // s) for lo, hi, s in zip(starts, limits, strides))
+    result = g.new(shape, x.element, x)
+    g.emit(
+        f"stablehlo.slice {x.name} ["
+        + ", ".join(f"{lo}:{hi}:{s}" for lo, hi, s in zip(starts, limits, strides))
+        + f"] : ({x.type}) -> {result.type}",
+        result,
+        x,
+    )
+    return True
+
+
+def add_concatenate(g: Graph) -> bool:
+    x = g.pick(lambda v: v.rank >= 1)
+    if x is None:
+        return False
+    axis = g.draw(st.integers(0, x.rank - 1))
+    other = list(x.shape)
+    other[axis] = g.draw(st.integers(1, MAX_DIM))
+    y = g.operand(tuple(other), x.element)
+    shape = list(x.shape)
+    shape[axis] += other[axis]
+    result = g.new(tuple(shape), x.element, x, y)
+    g.emit(
+        f"stablehlo.concatenate {x.name}, {y.name}, dim = {axis} : "
+        f"({x.type}, {y.type}) -> {result.type}",
+        result,
+        x,
+        y,
+    )
+    return True
+
+
+def add_select(g: Graph) -> bool:
+    # Only exact values are compared: a compare flips on the smallest error.
+    x = g.pick(lambda v: v.exact)
+    if x is None:
+        return False
+    y = g.operand(x.shape, x.element, exact=True)
+    direction = g.draw(st.sampled_from(["GT", "LT", "GE", "EQ", "NE"]))
+    predicate = tensor(x.shape, "i1")
+    g.lines.append(
+        f"    %p{len(g.lines)} = stablehlo.compare {direction}, {x.name}, {y.name} : "
+        f"({x.type}, {y.type}) -> {predicate}"
+    )
+    name = f"%p{len(g.lines) - 1}"
+    on_true, on_false = g.draw(st.sampled_from([(x, y), (y, x)]))
+    result = g.new(x.shape, x.element, x, y)
+    g.emit(
+        f"stablehlo.select {name}, {on_true.name}, {on_false.name} : {predicate}, {x.type}",
+        result,
+        x,
+        y,
+    )
+    return True
+
+
+def add_convert(g: Graph) -> bool:
+    # f32 -> i32 truncates, which only exact values survive unchanged.
+    x = g.pick(lambda v: v.element == "i32" or v.exact)
+    if x is None:
+        return False
+    element = "f32" if x.element == "i32" else "i32"
+    result = g.new(x.shape, element, x)
+    g.emit(f"stablehlo.convert {x.name} : ({x.type}) -> {result.type}", result, x)
+    return True
+
+
+BUILDERS = {
+    "unary": add_unary,
+    "binary": add_binary,
+    "dot_general": add_dot_general,
+    "broadcast_in_dim": add_broadcast_in_dim,
+    "transpose": add_transpose,
+    "reshape": add_reshape,
+    "reduce": add_reduce,
+    "slice": add_slice,
+    "concatenate": add_concatenate,
+    "select": add_select,
+    "convert": add_convert,
+}
+# dot_general is where fusion goes wrong most: draw it more often.
+KINDS = ["dot_general", "dot_general", *BUILDERS]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[str, list[np.ndarray]]:
+    """MLIR text of a random DAG of ops and the arguments to call it with."""
+    g = Graph(draw)
+    element = draw(st.sampled_from(["f32", "f32", "f32", "i32"]))
+    g.argument(small_shape(draw, 1), element)
+    ops = draw(st.integers(2, 6))
+    added = 0
+    for _ in range(4 * ops):
+        if added == ops:
+            break
+        added += BUILDERS[draw(st.sampled_from(KINDS))](g)
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    args = [
+        (rng.integers(-8, 9, size=a.shape) / 4).astype(np.float32)
+        if a.element == "f32"
+        else rng.integers(-3, 4, size=a.shape).astype(np.int32)
+        for a in g.arguments
+    ]
+    return g.source(), args
+
+
+def check(source: str, args: list[np.ndarray]) -> None:
+    compiled = shlo.compile(source, isolate=False)(*args)
+    compiled = list(compiled) if isinstance(compiled, tuple) else [compiled]
+    expected = interpret(source, "main", args)
+    assert len(compiled) == len(expected)
+    for index, (got, want) in enumerate(zip(compiled, expected)):
+        assert got.shape == want.shape and got.dtype == want.dtype, f"result {index}"
+        if got.dtype.kind == "f":
+            finite = want[np.isfinite(want)]
+            scale = float(np.max(np.abs(finite), initial=1.0))
+            np.testing.assert_allclose(
+                got, want, rtol=1e-4, atol=1e-5 * scale, err_msg=f"result {index}\n{source}"
+            )
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"result {index}\n{source}")
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(programs())
+def test_random_compositions(program: tuple[str, list[np.ndarray]]) -> None:
+    check(*program)
+
+
+# A dot_general with batching but no contracting dimensions, consumed by a
+# contraction (jnp.einsum("bhqk,bhkd->bhqd", jnp.einsum("bhqk,h->bhqk", w, h), v),
+# as JAX exports it): fusion once re-accumulated the producer once per step of
+# the consumer's reduction, giving 3, 6, 9 instead of 3 with all-ones inputs.
+HEAD_SCALED_ATTENTION = """
+func.func @main(%w: tensor<3x3x3x3xf32>, %h: tensor<3xf32>, %v: tensor<3x3x3x3xf32>)
+    -> tensor<3x3x3x3xf32> {
+  %0 = stablehlo.dot_general %w, %h, batching_dims = [1] x [0], contracting_dims = [] x []
+      : (tensor<3x3x3x3xf32>, tensor<3xf32>) -> tensor<3x3x3x3xf32>
+  %1 = stablehlo.transpose %0, dims = [1, 0, 2, 3]
+      : (tensor<3x3x3x3xf32>) -> tensor<3x3x3x3xf32>
+  %2 = stablehlo.dot_general %1, %v, batching_dims = [0, 1] x [0, 1],
+      contracting_dims = [3] x [2]
+      : (tensor<3x3x3x3xf32>, tensor<3x3x3x3xf32>) -> tensor<3x3x3x3xf32>
+  return %2 : tensor<3x3x3x3xf32>
+}
+"""
+
+
+def test_batching_only_dot_general_into_contraction() -> None:
+    ones = np.ones((3, 3, 3, 3), np.float32)
+    check(HEAD_SCALED_ATTENTION, [ones, np.ones(3, np.float32), ones])
+
+
+def test_batching_only_dot_general_into_reduce() -> None:
+    source = """
+    func.func @main(%x: tensor<2x3xf32>, %y: tensor<2xf32>) -> tensor<3xf32> {
+      %0 = stablehlo.dot_general %x, %y, batching_dims = [0] x [0], contracting_dims = [] x []
+          : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+      %init = stablehlo.constant dense<0.0> : tensor<f32>
+      %1 = stablehlo.reduce(%0 init: %init) applies stablehlo.add across dimensions = [0]
+          : (tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32>
+      return %1 : tensor<3xf32>
+    }
+    """
+    check(source, [np.full((2, 3), 1.5, np.float32), np.array([2.0, -1.0], np.float32)])
+
+
+def consumers_of_batching_only_dots(source: str) -> set[str]:
+    """What reads a dot_general with batching but no contracting dimensions.
+
+    "contraction" (a dot_general that contracts) or "reduce".
+    """
+    producers: set[str] = set()
+    kinds: set[str] = set()
+    for line in source.splitlines():
+        name, _, op = line.strip().partition(" = ")
+        operands = set(re.findall(r"%\w+", op))
+        if op.startswith("stablehlo.dot_general") and operands & producers:
+            if "contracting_dims = [] x []" not in op:
+                kinds.add("contraction")
+        if op.startswith("stablehlo.reduce") and operands & producers:
+            kinds.add("reduce")
+        batching_only = "contracting_dims = [] x []" in op and "batching_dims = [] x []" not in op
+        if op.startswith("stablehlo.dot_general") and batching_only:
+            producers.add(name)
+    return kinds
+
+
+def test_strategy_draws_batching_only_dots_into_contractions_and_reduces() -> None:
+    seen: set[str] = set()
+
+    @settings(
+        max_examples=150, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(programs())
+    def collect(program: tuple[str, list[np.ndarray]]) -> None:
+        seen.update(consumers_of_batching_only_dots(program[0]))
+
+    collect()
+    assert seen == {"contraction", "reduce"}
