@@ -1,20 +1,129 @@
-"""The child process of ``shlo.isolation.Worker``: runs tasks until stdin closes."""
+"""The child process of ``shlo.isolation.Worker``: runs tasks until stdin closes.
+
+Each request is ``{"id": ..., "task": name, **arguments}`` and gets the reply
+``(id, "ok", result)`` or ``(id, "error", (message, diagnostics))``. The
+worker exits when its host dies: the kernel's parent-death signal where the
+host allows it, and a watchdog thread polling the parent's pid otherwise.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import resource
+import signal
 import sys
+import threading
+import time
 import traceback
+from typing import Any
 
 from shlo.diagnostics import ShloError
 from shlo.interpreter import interpret
 from shlo.isolation import read_message, write_message
-from shlo.lowering import lower_to_llvm
+from shlo.lowering import inspect_entry, lower_to_object
+from shlo.opt_task import opt
+from shlo.refine import refine_to_bytecode
 
-TASKS = {"lower": lower_to_llvm, "interpret": interpret}
+
+def echo(value: Any, delay: float = 0.0) -> Any:
+    """``value`` after ``delay`` seconds: a health check, and slow requests for tests."""
+    time.sleep(delay)
+    return value
+
+
+# Task name -> function called with the request's other fields.
+TASKS = {
+    "echo": echo,
+    "inspect": inspect_entry,
+    "lower": lower_to_object,
+    "refine": refine_to_bytecode,
+    "interpret": interpret,
+    "opt": opt,  # shlo-opt: parse, run passes, print (tools/shlo_opt.py)
+}
+
+# Deeply nested input recurses deeply in the parser and in passes: tasks run
+# on a thread with a large stack (reserved, not committed, memory).
+_TASK_STACK_BYTES = 1 << 30
+_PR_SET_PDEATHSIG = 1
+_WATCHDOG_SECONDS = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    if os.environ.get("SHLO_WORKER_DEATHSIG") == "1" and sys.platform == "linux":
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still works
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_WATCHDOG_SECONDS)
+        os._exit(1)
+
+    # Also covers a parent that died before prctl ran.
+    threading.Thread(target=watch, name="shlo-parent-watchdog", daemon=True).start()
+
+
+def memory_limit() -> int:
+    """Bytes of heap the worker may use: SHLO_WORKER_MEMORY, else 3/4 of physical memory.
+
+    Runaway input (200,000 nested modules) once took 24 GB: past the limit an
+    allocation fails and the worker dies, before the OOM killer picks a victim
+    that may be the host.
+    """
+    text = os.environ.get("SHLO_WORKER_MEMORY")
+    if text:
+        return int(text)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4
+
+
+def _limit_memory() -> None:
+    try:
+        limit = memory_limit()
+        # RLIMIT_DATA bounds the heap and private mappings, not reserved
+        # address space (the task thread's stack, the JIT's reservations).
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ValueError, OSError):
+        pass  # not settable here: the host's byte limit still applies
+
+
+def _run(request: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        task = TASKS[request.pop("task")]
+        return ("ok", task(**request))
+    except ShloError as error:
+        return ("error", (error.summary, error.diagnostics))
+    except RecursionError:
+        return ("error", ("input nested too deeply", []))
+    except Exception as error:  # reported to the caller, which raises it
+        traceback.print_exc()
+        return ("error", (f"internal error: {error}", []))
+
+
+def _run_on_large_stack(request: dict[str, Any]) -> tuple[str, Any]:
+    reply: list[tuple[str, Any]] = []
+    thread = threading.Thread(target=lambda: reply.append(_run(request)), name="shlo-task")
+    try:
+        thread.start()
+    except RuntimeError:  # no room for the stack (strict overcommit): the normal one
+        return _run(request)
+    thread.join()
+    return reply[0]
 
 
 def main() -> None:
+    parent = int(os.environ.get("SHLO_WORKER_PARENT", os.getppid()))
+    _exit_with_parent(parent)
+    _limit_memory()
+    # Ctrl-C in a terminal reaches the whole process group; the host decides.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.stack_size(_TASK_STACK_BYTES)
+    sys.setrecursionlimit(50_000)
     # Replies go to the original stdout; anything printed there later, by C++
     # or Python, goes to stderr instead and cannot corrupt the reply stream.
     replies = os.fdopen(os.dup(1), "wb")
@@ -25,15 +134,9 @@ def main() -> None:
             request = read_message(requests)
         except EOFError:
             return
-        try:
-            task = TASKS[request.pop("task")]
-            reply = ("ok", task(**request))
-        except ShloError as error:
-            reply = ("error", (error.summary, error.diagnostics))
-        except Exception as error:  # reported to the caller, which raises it
-            traceback.print_exc()
-            reply = ("error", (f"internal error: {error}", []))
-        write_message(replies, reply)
+        request_id = request.pop("id", None)
+        status, payload = _run_on_large_stack(request)
+        write_message(replies, (request_id, status, payload))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,20 +15,31 @@ from shlo._mlir_compat import ir
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
-from shlo.io import load_module, module_to_bytecode
+from shlo.io import module_to_bytecode
 from shlo.isolation import shared_worker
-from shlo.lowering import Lowered, function_types, lower_to_llvm
-from shlo.runtime import ArrayType, LoadedFunction
+from shlo.lowering import (
+    EntrySignature,
+    Lowered,
+    default_max_bytes,
+    inspect_entry,
+    lower_to_object,
+)
+from shlo.runtime import ArrayType, LoadedFunction, linker
 
 Source = str | bytes | os.PathLike[str] | ir.Module
 Signature = tuple[tuple[tuple[int, ...], str], ...]
+
+
+# Compiled signatures a shape-polymorphic Executable keeps, least recently used dropped first.
+DEFAULT_CACHE_SIZE = 64
 
 
 class Executable:
     """A compiled entry function. Call it with numpy arrays.
 
     A shape-polymorphic entry is specialized to the shapes of each call, and
-    the native code is cached by shape and dtype signature.
+    the native code is cached by shape and dtype signature (the
+    ``cache_size`` most recently used ones).
     """
 
     def __init__(
@@ -38,7 +50,15 @@ class Executable:
         isolate: bool,
         pipeline: CpuPipeline,
         filename: str,
+        *,
+        timeout: float | None = None,
+        max_bytes: int | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
+        if cache_size < 1:
+            raise ValueError(f"cache_size must be at least 1, got {cache_size}")
+        if max_bytes is not None and max_bytes < 1:
+            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
         self.entry = entry
         # (shape with None for dynamic sizes, element type) per parameter.
         self.params = params
@@ -46,7 +66,10 @@ class Executable:
         self._isolate = isolate
         self._pipeline = pipeline
         self._filename = filename
-        self._compiled: dict[Signature, LoadedFunction] = {}
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._cache_size = cache_size
+        self._compiled: OrderedDict[Signature, LoadedFunction] = OrderedDict()
         self._lock = threading.Lock()
         self._dtypes = [numpy_dtype(element_type) for _, element_type in params]
         # Fully static parameter shapes compare as one tuple.
@@ -59,7 +82,7 @@ class Executable:
 
     @property
     def compiled_signatures(self) -> list[Signature]:
-        """The ((shape, element type), ...) signatures compiled so far, in order."""
+        """The ((shape, element type), ...) signatures in the cache, least recently used first."""
         return list(self._compiled)
 
     def __call__(self, *args: Any) -> Any:
@@ -69,6 +92,10 @@ class Executable:
         else:
             signature = tuple((a.shape, t) for a, (_, t) in zip(arrays, self.params))
             function = self._compiled.get(signature) or self._load(signature)
+            try:
+                self._compiled.move_to_end(signature)
+            except KeyError:  # evicted meanwhile by another thread
+                pass
         results = function(arrays)
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -119,28 +146,43 @@ class Executable:
                 "arg_types": arg_types,
                 "pipeline": self._pipeline,
                 "filename": self._filename,
+                # Read here: the worker's environment is a copy from its start.
+                "max_bytes": self._max_bytes or default_max_bytes(),
             }
             lowered: Lowered = (
-                shared_worker().call("lower", **request)
+                shared_worker().call("lower", timeout=self._timeout, **request)
                 if self._isolate
-                else lower_to_llvm(**request)
+                else lower_to_object(**request)
             )
-            function = LoadedFunction(
-                lowered.llvm_bytecode, lowered.input_types, lowered.result_types
-            )
+            code = lowered.object_code if linker() is not None else lowered.llvm_bytecode
+            function = LoadedFunction(code, lowered.input_types, lowered.result_types)
             self._compiled[signature] = function
+            while len(self._compiled) > self._cache_size:
+                self._compiled.popitem(last=False)
             return function
 
 
-_QUANTIZED = re.compile(r"^!quant\.uniform<(u?)i(\d+)")
+# Quantized values travel as their storage integers: i8, u8, i16, ...
+# (with an optional storage range, as in u8<0:255>).
+_QUANTIZED = re.compile(r"^!quant\.(?:uniform|any|calibrated)<([iu])(\d+)")
 
 
 def _storage_element_type(element: str) -> str:
     """The element type numpy passes: quantized values travel as their storage integers."""
     quantized = _QUANTIZED.match(element)
     if quantized:
-        return f"{'ui' if quantized.group(1) else 'i'}{quantized.group(2)}"
+        return f"{'ui' if quantized.group(1) == 'u' else 'i'}{quantized.group(2)}"
     return mlir_element_type(element)
+
+
+# A string that names a file rather than holding IR.
+_PATH_SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
+
+
+def _looks_like_path(source: str) -> bool:
+    return source.endswith(_PATH_SUFFIXES) or (
+        (os.sep in source or "/" in source) and "{" not in source
+    )
 
 
 def compile(
@@ -150,32 +192,62 @@ def compile(
     *,
     isolate: bool = True,
     pipeline: CpuPipeline | None = None,
+    timeout: float | None = None,
+    max_bytes: int | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> Executable:
     """Compile ``entry`` of a StableHLO program for ``target`` ("cpu").
 
     ``source`` is StableHLO text, MLIR bytecode, a portable artifact, a path or
-    a parsed module. With ``isolate`` (the default) the passes run in a child
-    process, so one that aborts raises ShloError instead of killing the caller.
+    a parsed module. With ``isolate`` (the default) parsing, passes and code
+    generation run in a child process, so input that crashes them raises
+    ShloError instead of killing the caller. Limits (see docs/security.md):
+    ``timeout`` seconds per compilation (default SHLO_COMPILE_TIMEOUT or 600),
+    ``max_bytes`` per array (default SHLO_MAX_BYTES or 16 GiB), and
+    ``cache_size`` shape signatures kept by a shape-polymorphic Executable.
     """
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; expected 'cpu'")
-    module = load_module(source)
-    filename = (
-        str(source)
-        if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source)
-        else "<module>"
+    filename = "<string>"  # as the parser names text and bytecode
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str)
+        and "\n" not in source
+        and (_looks_like_path(source) or os.path.isfile(source))
+    ):
+        if not os.path.isfile(source):
+            raise ShloError(f"no such file: {os.fspath(source)}")
+        source = filename = os.fspath(source)
+    elif isinstance(source, str):
+        source = source.encode()  # text, never a file name, from here on
+    elif isinstance(source, ir.Module):
+        # Already parsed by the caller: the worker reads it back from bytecode.
+        source = module_to_bytecode(source)
+    pipeline = pipeline or CpuPipeline()
+    request = {"source": source, "entry": entry, "filename": filename}
+    signature: EntrySignature = (
+        shared_worker().call("inspect", timeout=timeout, **request)
+        if isolate
+        else inspect_entry(**request)
     )
-    inputs, _ = function_types(module, entry)
     params = []
-    for index, type_ in enumerate(inputs):
-        if not isinstance(type_, ir.RankedTensorType):
+    for index, (shape, element) in enumerate(signature.params):
+        try:
+            storage = _storage_element_type(element)
+            numpy_dtype(storage)
+        except ValueError:
             raise ShloError(
-                f"argument {index} of @{entry} has type {type_}; expected a ranked tensor"
-            )
-        shape = tuple(
-            None if type_.is_dynamic_dim(d) else type_.shape[d] for d in range(type_.rank)
-        )
-        params.append((shape, _storage_element_type(str(type_.element_type))))
+                f"argument {index} of @{entry} has element type {element}, "
+                "which numpy arrays cannot hold"
+            ) from None
+        params.append((shape, storage))
     return Executable(
-        module_to_bytecode(module), entry, params, isolate, pipeline or CpuPipeline(), filename
+        signature.module_bytecode,
+        entry,
+        params,
+        isolate,
+        pipeline,
+        filename,
+        timeout=timeout,
+        max_bytes=max_bytes,
+        cache_size=cache_size,
     )

@@ -14,7 +14,7 @@ from shlo._mlir_compat import eval_module, ir
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import load_module
-from shlo.lowering import keep_only_entry_public
+from shlo.lowering import error_at, find_function, function_types, keep_only_entry_public
 from shlo.pipeline import run_pipeline
 from shlo.runtime import ArrayType
 
@@ -23,6 +23,8 @@ _FRONTEND = [
     "func.func(stablehlo-legalize-composite-to-call)",
     "inline",
     "symbol-dce",
+    # As the compiler: checks broadcast_dimensions, which upstream trusts.
+    "shlo-legalize-broadcasts",
     "func.func(chlo-legalize-to-stablehlo)",
 ]
 
@@ -51,10 +53,25 @@ def interpret(
     """Results of ``entry`` on ``args``, computed by the reference interpreter."""
     module = load_module(source)
     context = module.context
-    keep_only_entry_public(module, entry)
+    keep_only_entry_public(module, entry, filename)
     run_pipeline(module, _FRONTEND, filename)
     types = ",".join(str(ArrayType(a.shape, mlir_element_type(a.dtype))) for a in args)
     run_pipeline(module, [f"shlo-remove-dynamism{{types={types}}}"], filename)
+    _, results = function_types(module, "main", filename)
+    for index, type_ in enumerate(results):
+        element = (
+            ir.RankedTensorType(type_).element_type
+            if isinstance(type_, ir.RankedTensorType)
+            else None
+        )
+        if isinstance(element, ir.ComplexType):
+            # The bindings abort the process converting a complex result.
+            raise error_at(
+                find_function(module, "main", filename).location,
+                f"result {index} of @{entry} has type {type_}; the reference interpreter "
+                "cannot return complex values (compile it for the CPU instead)",
+                filename,
+            )
     try:
         results = eval_module(module, [_to_attribute(np.asarray(a), context) for a in args])
     except (RuntimeError, ValueError) as error:

@@ -1,26 +1,50 @@
-"""Run passes and the interpreter in a child process, so that an abort cannot kill the caller.
+"""Run parsing, passes, code generation and the interpreter in a child process.
 
-One long-lived worker per host process serves all compilations: requests and
-replies are pickled, length-prefixed messages on its stdin and stdout. When
-the worker dies, the request fails with a ShloError that quotes the worker's
-last words on stderr, and the next request starts a fresh worker.
+An abort, a segfault or a stack overflow there cannot kill the caller. One
+long-lived worker per host process serves all requests: pickled,
+length-prefixed messages on its stdin and stdout, each carrying the request's
+id. Any failure during an exchange (the worker dies, a timeout, a
+KeyboardInterrupt, a reply with the wrong id) kills and discards the worker,
+so no stale reply is ever read by a later request; the next request starts a
+fresh worker. The worker exits soon after its host dies (see ``_worker``).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import pickle
+import select
 import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from typing import Any, BinaryIO
 
 from shlo.diagnostics import ShloError
 
 _HEADER = struct.Struct("<Q")
+
+# Seconds a request may take, unless the caller or SHLO_COMPILE_TIMEOUT says otherwise.
+DEFAULT_TIMEOUT = 600.0
+
+
+def default_timeout() -> float:
+    """SHLO_COMPILE_TIMEOUT (seconds) when set, else DEFAULT_TIMEOUT."""
+    text = os.environ.get("SHLO_COMPILE_TIMEOUT")
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise ShloError(f"SHLO_COMPILE_TIMEOUT={text!r}: expected a number of seconds") from None
+    if value <= 0:
+        raise ShloError(f"SHLO_COMPILE_TIMEOUT={text!r}: expected a positive number of seconds")
+    return value
 
 
 def write_message(stream: BinaryIO, message: Any) -> None:
@@ -40,6 +64,33 @@ def read_message(stream: BinaryIO) -> Any:
     return pickle.loads(data)
 
 
+class _Timeout(Exception):
+    pass
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
+    """``size`` bytes from ``fd``; EOFError when it closes, _Timeout past ``deadline``."""
+    chunks = []
+    # poll, not select: select fails on descriptors above 1023.
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while size:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+            raise _Timeout
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_reply(fd: int, deadline: float) -> Any:
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    return pickle.loads(_read_exactly(fd, size, deadline))
+
+
 def _signal_name(returncode: int | None) -> str:
     if returncode is not None and returncode < 0:
         try:
@@ -50,12 +101,18 @@ def _signal_name(returncode: int | None) -> str:
 
 
 class Worker:
-    """A child Python process that runs the tasks of ``shlo._worker`` on request."""
+    """A child Python process that runs the tasks of ``shlo._worker.TASKS`` on request."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
+        self._ids = itertools.count(1)
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, None before the first request or after a failure."""
+        return self._process.pid if self._process is not None else None
 
     def _start(self) -> subprocess.Popen[bytes]:
         self._stderr = tempfile.TemporaryFile()
@@ -63,6 +120,12 @@ class Worker:
         # The child must import the same shlo as this process, even one found
         # through a sys.path entry added at run time.
         env["PYTHONPATH"] = os.pathsep.join(filter(None, sys.path))
+        env["SHLO_WORKER_PARENT"] = str(os.getpid())
+        # The kernel's parent-death signal fires when the *thread* that started
+        # the child exits, so it is only safe from the main thread; from other
+        # threads the worker relies on its watchdog alone.
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        env["SHLO_WORKER_DEATHSIG"] = "1" if on_main_thread else "0"
         return subprocess.Popen(
             [sys.executable, "-m", "shlo._worker"],
             stdin=subprocess.PIPE,
@@ -71,28 +134,64 @@ class Worker:
             env=env,
         )
 
-    def call(self, task: str, **request: Any) -> Any:
-        """The result of ``task`` ("lower" or "interpret") with keyword arguments ``request``."""
-        request["task"] = task
+    def call(self, task: str, /, *, timeout: float | None = None, **request: Any) -> Any:
+        """The result of ``_worker.TASKS[task](**request)``, computed in the worker.
+
+        Raises ShloError for errors in the input (with the worker's
+        diagnostics), when the worker crashes and when it takes longer than
+        ``timeout`` seconds (default: ``default_timeout()``).
+        """
+        limit = default_timeout() if timeout is None else timeout
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._process = self._start()
             process = self._process
             assert process.stdin is not None and process.stdout is not None
+            request_id = next(self._ids)
             try:
-                write_message(process.stdin, request)
-                status, payload = read_message(process.stdout)
-            except (EOFError, BrokenPipeError, OSError):
-                process.wait()
-                self._process = None
+                write_message(process.stdin, {"id": request_id, "task": task, **request})
+                reply_id, status, payload = _read_reply(
+                    process.stdout.fileno(), time.monotonic() + limit
+                )
+                if reply_id != request_id:
+                    raise ShloError(
+                        f"worker protocol error: reply {reply_id!r} to request {request_id}"
+                    )
+            except (EOFError, BrokenPipeError, OSError, pickle.UnpicklingError, ValueError):
+                self._discard()
                 raise ShloError(
                     f"the {task} process crashed ({_signal_name(process.returncode)}) on "
                     f"{request.get('filename', 'the module')}: {self._last_words()}"
                 ) from None
+            except _Timeout:
+                self._discard()
+                raise ShloError(
+                    f"the {task} process timed out after {limit:g} s on "
+                    f"{request.get('filename', 'the module')} (raise the limit with "
+                    "timeout= or SHLO_COMPILE_TIMEOUT)"
+                ) from None
+            except BaseException:
+                # KeyboardInterrupt included: the reply to this request may
+                # still arrive, so this worker can never be trusted again.
+                self._discard()
+                raise
         if status == "error":
             message, diagnostics = payload
             raise ShloError(message, diagnostics)
         return payload
+
+    def _discard(self) -> None:
+        """Kill the worker (lock held); the next request starts a fresh one."""
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                try:
+                    stream.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
 
     def _last_words(self) -> str:
         self._stderr.seek(0)
@@ -101,17 +200,17 @@ class Worker:
 
     def close(self) -> None:
         with self._lock:
-            if self._process is not None:
-                self._process.kill()
-                self._process.wait()
-                self._process = None
+            self._discard()
 
 
 _worker: Worker | None = None
+_worker_lock = threading.Lock()
 
 
 def shared_worker() -> Worker:
+    """The process-wide worker, created on first use (thread-safe)."""
     global _worker
-    if _worker is None:
-        _worker = Worker()
-    return _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = Worker()
+        return _worker

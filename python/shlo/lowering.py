@@ -1,20 +1,25 @@
-"""From a StableHLO module to the LLVM dialect for one call signature.
+"""From a StableHLO module to native code for one call signature.
 
-This is the part of compilation that may abort the process on bad input
-(some upstream passes do), so ``shlo.compile`` runs it in a separate process
-(see ``shlo.isolation``) and only JIT-compiles the verified result itself.
+Everything here may crash the process on bad input (the parser on corrupt
+bytecode or deep nesting, some upstream passes, LLVM's code generator), so
+``shlo.compile`` runs it in a separate process (see ``shlo.isolation``): the
+host only reads the module bytecode and object code this produces.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shlo._mlir_compat import ir
+from shlo._mlir_compat import ir, quant
 from shlo.cpu_pipeline import CpuPipeline
-from shlo.diagnostics import ShloError
+from shlo.diagnostics import Diagnostic, ShloError, collect_diagnostics
 from shlo.io import load_module, module_to_bytecode
+from shlo.ir_utils import ops_named
 from shlo.pipeline import run_pipeline
+from shlo.runtime import compile_object
 
 # Make every program a single static function of tensors: composites and
 # calls are inlined, CHLO and quantized math become plain StableHLO.
@@ -39,47 +44,188 @@ FRONTEND = [
     "canonicalize",
 ]
 
+# The largest array (argument, result or intermediate) a program may hold,
+# unless the caller or SHLO_MAX_BYTES says otherwise: 16 GiB or half the
+# physical memory, whichever is less. The generated code does not check its
+# allocations, so this is checked before anything runs.
+DEFAULT_MAX_BYTES = 16 << 30
+
+# Shape and element type per parameter, None for dynamic sizes.
+Params = list[tuple[tuple[int | None, ...], str]]
+
+
+def default_max_bytes() -> int:
+    """SHLO_MAX_BYTES when set, else DEFAULT_MAX_BYTES or half the physical memory."""
+    text = os.environ.get("SHLO_MAX_BYTES")
+    if not text:
+        try:
+            physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return DEFAULT_MAX_BYTES
+        return min(DEFAULT_MAX_BYTES, physical // 2)
+    try:
+        value = int(text)
+    except ValueError:
+        raise ShloError(f"SHLO_MAX_BYTES={text!r}: expected a number of bytes") from None
+    if value <= 0:
+        raise ShloError(f"SHLO_MAX_BYTES={text!r}: expected a positive number of bytes")
+    return value
+
 
 @dataclass(frozen=True)
 class Lowered:
-    """The LLVM dialect module (bytecode) and the static types of its entry function."""
+    """The LLVM dialect module (bytecode) and the static types of its entry function.
+
+    ``object_code`` is the ELF object LLVM generated from it, when asked for.
+    """
 
     llvm_bytecode: bytes
     input_types: tuple[str, ...]
     result_types: tuple[str, ...]
+    object_code: bytes = b""
 
 
-def function_types(module: ir.Module, entry: str) -> tuple[list[ir.Type], list[ir.Type]]:
-    """Argument and result types of ``entry``; ShloError when there is no such function."""
+@dataclass(frozen=True)
+class EntrySignature:
+    """What the host needs of a module: its bytecode and the entry's parameters."""
+
+    module_bytecode: bytes
+    params: Params
+
+
+def symbol_name(op: ir.Operation | ir.OpView) -> str:
+    """The op's sym_name; a name that is not valid UTF-8 gets replacement characters."""
+    return ir.StringAttr(op.attributes["sym_name"]).value_bytes.decode(errors="replace")
+
+
+def find_function(module: ir.Module, entry: str, filename: str = "") -> ir.Operation:
+    names = []
     for op in module.body.operations:
-        if (
-            op.operation.name == "func.func"
-            and ir.StringAttr(op.attributes["sym_name"]).value == entry
-        ):
-            function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-            return list(function_type.inputs), list(function_type.results)
-    names = [
-        ir.StringAttr(op.attributes["sym_name"]).value
-        for op in module.body.operations
-        if op.operation.name == "func.func"
-    ]
-    listed = ", ".join("@" + name for name in names) or "no functions"
-    raise ShloError(f"no function @{entry} in the module; it has {listed}")
-
-
-def keep_only_entry_public(module: ir.Module, entry: str) -> None:
-    """Other functions become private so that, once inlined, symbol-dce drops them."""
-    with module.context:
-        for op in module.body.operations:
-            if op.operation.name != "func.func":
-                continue
-            name = ir.StringAttr(op.attributes["sym_name"]).value
+        if op.operation.name == "func.func":
+            name = symbol_name(op)
             if name == entry:
-                op.attributes["sym_name"] = ir.StringAttr.get("main")
+                return op.operation
+            names.append(name)
+    listed = ", ".join("@" + name for name in names) or "no functions at its top level"
+    message = f"no function @{entry} in the module; it has {listed}"
+    # The implicit module of a file has no line: point at its first op, or line 1.
+    location = module.operation.location
+    if str(location).endswith(":0:0)") and len(module.body.operations):
+        location = module.body.operations[0].location
+    error = error_at(location, message, filename)
+    if not any(d.line for d in error.diagnostics):
+        where = error.diagnostics[0].file if error.diagnostics else filename
+        error = ShloError(message, [Diagnostic("error", message, where or filename, 1, 1)])
+    raise error
+
+
+def function_types(
+    module: ir.Module, entry: str, filename: str = ""
+) -> tuple[list[ir.Type], list[ir.Type]]:
+    """Argument and result types of ``entry``; ShloError when there is no such function."""
+    function = find_function(module, entry, filename)
+    function_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    return list(function_type.inputs), list(function_type.results)
+
+
+def error_at(location: ir.Location, message: str, filename: str) -> ShloError:
+    """A ShloError whose diagnostic points at ``location`` (file:line:col when it has one)."""
+    with collect_diagnostics(location.context, filename) as collector:
+        location.emit_error(message)
+    return ShloError(message, collector.diagnostics)
+
+
+def keep_only_entry_public(module: ir.Module, entry: str, filename: str = "") -> None:
+    """Rename ``entry`` to @main, make it public and every other function private.
+
+    Renaming updates every call, so an entry that calls the old @main still
+    calls that function; once inlined, symbol-dce drops the private ones.
+    """
+    find_function(module, entry, filename)
+    with module.context:
+        body = module.operation
+        functions = [
+            op.operation for op in module.body.operations if op.operation.name == "func.func"
+        ]
+        if entry != "main":
+            for op in functions:
+                if symbol_name(op) == "main":
+                    fresh = "_shlo_renamed_main"
+                    while any(symbol_name(f) == fresh for f in functions):
+                        fresh = "_" + fresh
+                    ir.SymbolTable.replace_all_symbol_uses("main", fresh, body)
+                    ir.SymbolTable.set_symbol_name(op, fresh)
+            ir.SymbolTable.replace_all_symbol_uses(entry, "main", body)
+            ir.SymbolTable.set_symbol_name(find_function(module, entry), "main")
+        for op in functions:
+            if symbol_name(op) == "main":
+                if "sym_visibility" in op.attributes:
+                    del op.attributes["sym_visibility"]
             else:
-                if name == "main":
-                    op.attributes["sym_name"] = ir.StringAttr.get("_shlo_renamed_main")
                 op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+
+
+def inspect_entry(
+    source: bytes | str | ir.Module, entry: str, filename: str = "<module>"
+) -> EntrySignature:
+    """Parse ``source`` and read the parameters of ``entry`` (in the worker: parsing may crash)."""
+    module = load_module(source)
+    inputs, _ = function_types(module, entry, filename)
+    params: Params = []
+    for index, type_ in enumerate(inputs):
+        if not isinstance(type_, ir.RankedTensorType):
+            raise error_at(
+                find_function(module, entry).location,
+                f"argument {index} of @{entry} has type {type_}; expected a ranked tensor",
+                filename,
+            )
+        shape = tuple(
+            None if type_.is_dynamic_dim(d) else type_.shape[d] for d in range(type_.rank)
+        )
+        params.append((shape, str(type_.element_type)))
+    return EntrySignature(module_to_bytecode(module), params)
+
+
+def _element_bytes(element: ir.Type) -> int:
+    if isinstance(element, ir.ComplexType):
+        return 2 * _element_bytes(element.element_type)
+    if isinstance(element, (ir.IntegerType, ir.FloatType)):
+        return max(1, math.ceil(element.width / 8))  # sub-byte values take a byte
+    if isinstance(element, quant.QuantizedType):
+        return max(1, math.ceil(element.storage_type_integral_width / 8))
+    return 8  # index and anything else: the widest scalar
+
+
+def array_bytes(type_: ir.Type) -> int | None:
+    """Bytes of a static tensor or memref type, None for other types."""
+    if not isinstance(type_, (ir.RankedTensorType, ir.MemRefType)) or not type_.has_static_shape:
+        return None
+    return math.prod(type_.shape) * _element_bytes(type_.element_type)
+
+
+def check_array_sizes(
+    module: ir.Module, max_bytes: int, filename: str, ops: Sequence[str] = ()
+) -> None:
+    """ShloError naming the first value larger than ``max_bytes``.
+
+    Checks the arguments and results of every function and the results of
+    ``ops`` (every op when empty), before any of them is allocated.
+    """
+    for op in ops_named(module.operation, *ops):
+        types = [(f"result {i}", r.type) for i, r in enumerate(op.results)]
+        if op.name == "func.func":
+            function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            types = [(f"argument {i}", t) for i, t in enumerate(function_type.inputs)]
+            types += [(f"result {i}", t) for i, t in enumerate(function_type.results)]
+        for what, type_ in types:
+            size = array_bytes(type_)
+            if size is not None and size > max_bytes:
+                raise error_at(
+                    op.location,
+                    f"{what} of {op.name} has type {type_} ({size} bytes), more than the "
+                    f"limit of {max_bytes} bytes (raise it with max_bytes= or SHLO_MAX_BYTES)",
+                    filename,
+                )
 
 
 def lower_to_llvm(
@@ -88,15 +234,19 @@ def lower_to_llvm(
     arg_types: Sequence[str] | None,
     pipeline: CpuPipeline | None = None,
     filename: str = "<module>",
+    max_bytes: int | None = None,
 ) -> Lowered:
     """Lower ``entry`` of ``source`` to the LLVM dialect, specialized to ``arg_types``.
 
     ``arg_types`` (MLIR tensor type strings) refine a shape-polymorphic entry
-    through shlo-remove-dynamism; None keeps the declared static types.
+    through shlo-remove-dynamism; None keeps the declared static types. Every
+    array larger than ``max_bytes`` (default ``default_max_bytes()``) is an error.
     """
+    limit = default_max_bytes() if max_bytes is None else max_bytes
+    pipeline = pipeline or CpuPipeline()
     module = load_module(source)
-    function_types(module, entry)  # a clear error before any pass runs
-    keep_only_entry_public(module, entry)
+    function_types(module, entry, filename)  # a clear error before any pass runs
+    keep_only_entry_public(module, entry, filename)
     run_pipeline(module, FRONTEND, filename)
     # Static programs may still hold dynamic ops with constant shape operands.
     types = f"{{types={','.join(arg_types)}}}" if arg_types is not None else ""
@@ -105,9 +255,32 @@ def lower_to_llvm(
     for type_ in [*inputs, *results]:
         if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:
             raise ShloError(f"@{entry} has a dynamic or non-tensor type {type_} after refinement")
-    run_pipeline(module, (pipeline or CpuPipeline()).elements(), filename)
+    # Every StableHLO value, then every buffer the bufferized code allocates.
+    check_array_sizes(module, limit, filename)
+    through_bufferization = pipeline.elements(through="bufferize")
+    run_pipeline(module, through_bufferization, filename)
+    check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
+    run_pipeline(module, pipeline.elements()[len(through_bufferization) :], filename)
     return Lowered(
         module_to_bytecode(module),
         tuple(str(t) for t in inputs),
         tuple(str(t) for t in results),
+    )
+
+
+def lower_to_object(
+    source: bytes | str | ir.Module,
+    entry: str,
+    arg_types: Sequence[str] | None,
+    pipeline: CpuPipeline | None = None,
+    filename: str = "<module>",
+    max_bytes: int | None = None,
+) -> Lowered:
+    """``lower_to_llvm``, plus the object code LLVM generates from it."""
+    lowered = lower_to_llvm(source, entry, arg_types, pipeline, filename, max_bytes)
+    return Lowered(
+        lowered.llvm_bytecode,
+        lowered.input_types,
+        lowered.result_types,
+        compile_object(lowered.llvm_bytecode),
     )

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from shlo._mlir_compat import ir
+from shlo._mlir_compat import ir, new_context
 from shlo.dtypes import mlir_element_type
 from shlo.io import load_module, module_to_bytecode
 from shlo.ir_utils import tensor_type_text
+from shlo.isolation import shared_worker
+from shlo.lowering import error_at, symbol_name
 from shlo.pipeline import run_pipeline
 
 ArgType = str | np.ndarray | tuple[Sequence[int], Any]
@@ -33,23 +35,61 @@ def tensor_type_string(arg: ArgType) -> str:
     return tensor_type_text(shape, mlir_element_type(dtype))
 
 
+def refine_to_bytecode(
+    source: bytes | str | ir.Module, types: Sequence[str], filename: str = "<refine>"
+) -> bytes:
+    """``source`` refined to ``types``, as bytecode (in the worker: parsing may crash)."""
+    module = load_module(source)
+    main = next(
+        (
+            op.operation
+            for op in module.body.operations
+            if op.operation.name == "func.func" and symbol_name(op) == "main"
+        ),
+        None,
+    )
+    if main is not None and "sym_visibility" in main.attributes:
+        if ir.StringAttr(main.attributes["sym_visibility"]).value == "private":
+            raise error_at(
+                main.location, "@main is private; the entry function must be public", filename
+            )
+    run_pipeline(module, [f"shlo-remove-dynamism{{types={','.join(types)}}}"], filename)
+    return module_to_bytecode(module)
+
+
 def refine(
     module: ir.Module | str | bytes | os.PathLike[str],
     arg_types: Sequence[ArgType],
     *,
     context: ir.Context | None = None,
+    isolate: bool = True,
+    timeout: float | None = None,
 ) -> ir.Module:
     """A fully static copy of ``module`` with @main's arguments refined to ``arg_types``.
 
-    Runs the shlo-remove-dynamism pipeline. Raises ShloError when a shape
-    assertion fails or a value stays dynamic; the input module is not changed.
+    Runs the shlo-remove-dynamism pipeline, in the worker process unless
+    ``isolate`` is False, and parses its result in ``context`` (by default the
+    input module's context, else a new one). Raises ShloError when a shape
+    assertion fails, a value stays dynamic or the worker crashes or takes
+    longer than ``timeout`` seconds; the input module is not changed.
     """
+    types = [tensor_type_string(arg) for arg in arg_types]
     if isinstance(module, ir.Module):
-        # Work on a copy: callers keep their polymorphic module.
-        refined = ir.Module.parse(module_to_bytecode(module), module.context)
+        context = context or module.context
+        source: bytes | str = module_to_bytecode(module)
+        filename = "<refine>"
     else:
-        refined = load_module(module, context)
-    types = ",".join(tensor_type_string(arg) for arg in arg_types)
-    with refined.context:
-        run_pipeline(refined, [f"shlo-remove-dynamism{{types={types}}}"], "<refine>")
-    return refined
+        context = context or new_context()
+        source = os.fspath(module) if isinstance(module, os.PathLike) else module
+        is_path = isinstance(source, str) and "\n" not in source and os.path.isfile(source)
+        filename = source if is_path else "<refine>"
+        if isinstance(source, str) and not is_path:
+            source = source.encode()  # text, never a file name, from here on
+    request = {"source": source, "types": types, "filename": filename}
+    refined = (
+        shared_worker().call("refine", timeout=timeout, **request)
+        if isolate
+        else refine_to_bytecode(**request)
+    )
+    # Bytes the worker wrote itself; parsing them cannot fail.
+    return ir.Module.parse(refined, context)

@@ -1,4 +1,8 @@
-"""Calling JIT-compiled entry functions with numpy arrays.
+"""Loading compiled entry functions and calling them with numpy arrays.
+
+The worker generates object code (``compile_object``); the host links it into
+a shared library with the system C compiler and loads it with ctypes, so the
+host never runs LLVM's code generator on a program.
 
 The entry function is called through the JIT's packed wrapper ``_mlir_main``,
 which takes an array of pointers to the lowered arguments. Each memref
@@ -11,7 +15,12 @@ kept per thread, so concurrent calls from several threads are safe.
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,12 +29,14 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context
+from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
 from shlo.ir_utils import tensor_type_text
 
 # Sub-byte integers are stored one per byte; LLVM leaves the unused high bits
 # of a stored value undefined, so results are sign- or zero-extended here.
 _SUB_BYTE_BITS = {"i2": 2, "i4": 4, "ui2": 2, "ui4": 4}
+_ELF_MAGIC = b"\x7fELF"
 
 
 @dataclass(frozen=True)
@@ -66,26 +77,82 @@ def _fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
     return raw.view(array.dtype)
 
 
+def compile_object(llvm_bytecode: bytes, opt_level: int = 2) -> bytes:
+    """The ELF object code LLVM generates for an LLVM-dialect module (bytecode).
+
+    Runs in the worker, where a crash in the code generator is a ShloError.
+    """
+    context = new_context()
+    engine = ExecutionEngine(ir.Module.parse(llvm_bytecode, context), opt_level=opt_level)
+    if not engine.raw_lookup("main"):  # code is generated on the first lookup
+        raise RuntimeError("the JIT has no symbol main")
+    with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
+        path = os.path.join(directory, "code.o")
+        engine.dump_to_object_file(path)
+        with open(path, "rb") as file:
+            return file.read()
+
+
+def linker() -> str | None:
+    """The C compiler driver that links object code into a shared library, if any."""
+    for name in (os.environ.get("CC", ""), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    return None
+
+
+def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
+    """Link ``object_code`` into a shared library, load it; the library and _mlir_main's address."""
+    driver = linker()
+    if driver is None:
+        raise ShloError("no C compiler (cc, gcc or clang) to link the generated code; set CC")
+    with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
+        obj, lib = os.path.join(directory, "code.o"), os.path.join(directory, "code.so")
+        with open(obj, "wb") as file:
+            file.write(object_code)
+        # The JIT's large code model uses absolute relocations (text
+        # relocations in a shared library); -Bsymbolic binds the library's own
+        # symbols (its function is named main) to itself, never to the host's.
+        command = [driver, "-shared", "-o", lib, obj, "-lm", "-Wl,-Bsymbolic"]
+        linked = subprocess.run(command, capture_output=True, text=True, check=False)
+        if linked.returncode != 0:
+            raise ShloError(f"linking the generated code failed: {linked.stderr.strip()}")
+        try:
+            library = ctypes.CDLL(lib)  # stays mapped once the file is removed
+        except OSError as error:
+            raise ShloError(f"loading the generated code failed: {error}") from None
+    address = ctypes.cast(library._mlir_main, ctypes.c_void_p).value
+    assert address is not None
+    return library, address
+
+
 class LoadedFunction:
-    """A JIT-compiled entry function with static input and result types."""
+    """A compiled entry function with static input and result types."""
 
     def __init__(
         self,
-        llvm_bytecode: bytes,
+        code: bytes,
         input_types: Sequence[str],
         result_types: Sequence[str],
         opt_level: int = 2,
     ) -> None:
-        """``llvm_bytecode`` and the entry's types as ``shlo.lowering.Lowered`` holds them."""
+        """``code``: object code from ``compile_object`` (linked and loaded here), or
+        LLVM-dialect bytecode (JIT-compiled in this process); types as ``Lowered`` holds them.
+        """
         self._context = new_context()
         self.inputs = [ArrayType.parse(t, self._context) for t in input_types]
         self.results = [ArrayType.parse(t, self._context) for t in result_types]
-        module = ir.Module.parse(llvm_bytecode, self._context)
-        self._engine = ExecutionEngine(module, opt_level=opt_level)
-        # raw_lookup finds the packed wrapper: void _mlir_main(void **args).
-        address = self._engine.raw_lookup("main")
-        if not address:
-            raise RuntimeError("the JIT has no symbol main")
+        self._library: ctypes.CDLL | None = None
+        self._engine: ExecutionEngine | None = None
+        if code.startswith(_ELF_MAGIC):
+            self._library, address = _load_object(code)
+        else:
+            module = ir.Module.parse(code, self._context)
+            self._engine = ExecutionEngine(module, opt_level=opt_level)
+            # raw_lookup finds the packed wrapper: void _mlir_main(void **args).
+            address = self._engine.raw_lookup("main")
+            if not address:
+                raise RuntimeError("the JIT has no symbol main")
         self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         # The lowered arguments with 0 for the data pointers, and where those go.
         self._template: list[int] = []
@@ -96,6 +163,13 @@ class LoadedFunction:
         self._result_specs = [(t.shape, t.dtype) for t in self.results]
         self._sub_byte = any(t.element_type in _SUB_BYTE_BITS for t in self.results)
         self._per_thread = threading.local()
+
+    def __del__(self) -> None:
+        # Evicted from a cache: unmap the code (nothing else refers to it).
+        library = getattr(self, "_library", None)
+        if library is not None:
+            self._function = None
+            _ctypes.dlclose(library._handle)
 
     def _argument_buffers(self) -> tuple[ctypes.Array[ctypes.c_int64], int]:
         """This thread's argument values and the address of the pointers to them."""

@@ -1,0 +1,187 @@
+"""shlo.compile's limits and edge cases: array sizes, the shape cache, entries, paths, quantization."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import shlo
+from shlo.lowering import DEFAULT_MAX_BYTES, default_max_bytes
+
+HUGE_ARGUMENT = """func.func @main(%a: tensor<65536x65536xf32>) -> tensor<65536x65536xf32> {
+  return %a : tensor<65536x65536xf32>
+}
+"""
+
+# An 80 GB intermediate from a scalar argument; the result is a scalar.
+HUGE_INTERMEDIATE = """func.func @main(%a: tensor<f32>) -> tensor<f32> {
+  %b = stablehlo.broadcast_in_dim %a, dims = [] : (tensor<f32>) -> tensor<100000x200000xf32>
+  %c = stablehlo.exponential %b : tensor<100000x200000xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [0, 1] : (tensor<100000x200000xf32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+"""
+
+DYNAMIC = """func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = stablehlo.negate %x : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+
+
+def test_default_limit_is_at_most_16_gib(monkeypatch) -> None:
+    monkeypatch.delenv("SHLO_MAX_BYTES", raising=False)
+    assert 0 < default_max_bytes() <= DEFAULT_MAX_BYTES == 16 << 30
+
+
+def test_huge_argument_is_rejected_before_allocation(tmp_path) -> None:
+    path = tmp_path / "huge.mlir"
+    path.write_text(HUGE_ARGUMENT)
+    with pytest.raises(shlo.ShloError) as caught:
+        shlo.compile(path, max_bytes=8 << 30)
+    assert str(caught.value) == (
+        f"{path}:1:1: error: argument 0 of func.func has type tensor<65536x65536xf32> "
+        "(17179869184 bytes), more than the limit of 8589934592 bytes "
+        "(raise it with max_bytes= or SHLO_MAX_BYTES)"
+    )
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_huge_intermediate_names_its_op(monkeypatch, isolate: bool) -> None:
+    monkeypatch.delenv("SHLO_MAX_BYTES", raising=False)
+    with pytest.raises(shlo.ShloError) as caught:
+        shlo.compile(HUGE_INTERMEDIATE, isolate=isolate)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.line == 2
+    assert diagnostic.message.startswith(
+        "result 0 of stablehlo.broadcast_in_dim has type tensor<100000x200000xf32> "
+        "(80000000000 bytes), more than the limit of"
+    )
+
+
+def test_limit_from_the_environment_applies_per_shape(monkeypatch) -> None:
+    monkeypatch.setenv("SHLO_MAX_BYTES", "4000")
+    exe = shlo.compile(DYNAMIC)
+    x = np.arange(1000, dtype=np.float32)  # exactly 4000 bytes
+    np.testing.assert_array_equal(exe(x), -x)
+    with pytest.raises(
+        shlo.ShloError, match=r"tensor<1001xf32> \(4004 bytes\), more than the limit of 4000"
+    ):
+        exe(np.zeros(1001, np.float32))
+    monkeypatch.setenv("SHLO_MAX_BYTES", "-1")
+    with pytest.raises(shlo.ShloError, match=r"SHLO_MAX_BYTES='-1': expected a positive number"):
+        shlo.compile(DYNAMIC)(x)
+
+
+def test_shape_cache_evicts_the_least_recently_used() -> None:
+    exe = shlo.compile(DYNAMIC, cache_size=2)
+    arrays = {n: np.arange(n, dtype=np.float32) for n in (1, 2, 3)}
+
+    def signature(n: int):
+        return (((n,), "f32"),)
+
+    for n in (1, 2, 1, 3):  # 2 is the least recently used when 3 arrives
+        np.testing.assert_array_equal(exe(arrays[n]), -arrays[n])
+    assert exe.compiled_signatures == [signature(1), signature(3)]
+    np.testing.assert_array_equal(exe(arrays[2]), -arrays[2])
+    assert exe.compiled_signatures == [signature(3), signature(2)]
+    with pytest.raises(ValueError, match="cache_size must be at least 1"):
+        shlo.compile(DYNAMIC, cache_size=0)
+
+
+def test_entry_that_calls_main() -> None:
+    source = """
+    func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %0 = stablehlo.negate %x : tensor<3xf32>
+      return %0 : tensor<3xf32>
+    }
+    func.func @other(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %0 = call @main(%x) : (tensor<3xf32>) -> tensor<3xf32>
+      %1 = stablehlo.multiply %0, %0 : tensor<3xf32>
+      %2 = stablehlo.add %1, %0 : tensor<3xf32>
+      return %2 : tensor<3xf32>
+    }
+    """
+    x = np.array([1, 2, -3], np.float32)
+    for isolate in (True, False):
+        np.testing.assert_array_equal(
+            shlo.compile(source, entry="other", isolate=isolate)(x), x * x - x
+        )
+        np.testing.assert_array_equal(shlo.compile(source, isolate=isolate)(x), -x)
+
+
+PRIVATE_MAIN = """func.func private @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = stablehlo.negate %x : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+
+
+def test_private_main_compiles_and_refine_says_why_it_cannot(tmp_path) -> None:
+    x = np.array([1, 2], np.float32)
+    np.testing.assert_array_equal(shlo.compile(PRIVATE_MAIN)(x), -x)
+    path = tmp_path / "private.mlir"
+    path.write_text(PRIVATE_MAIN)
+    with pytest.raises(shlo.ShloError) as caught:
+        shlo.refine(path, ["tensor<2xf32>"])
+    assert str(caught.value) == (
+        f"{path}:1:1: error: @main is private; the entry function must be public"
+    )
+
+
+@pytest.mark.parametrize("storage", ["u8", "u8<1:255>"])
+def test_unsigned_quantized_arguments(storage: str) -> None:
+    element = f"!quant.uniform<{storage}:f32, 0.5:3>"
+    source = f"""
+    func.func @main(%x: tensor<4x{element}>) -> tensor<4xf32> {{
+      %0 = stablehlo.uniform_dequantize %x : (tensor<4x{element}>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }}
+    """
+    exe = shlo.compile(source)
+    assert exe.params == [((4,), "ui8")]
+    stored = np.array([1, 3, 4, 255], np.uint8)
+    np.testing.assert_array_equal(exe(stored), (stored.astype(np.float32) - 3) * 0.5)
+
+
+@pytest.mark.parametrize("path", ["/missing/file.mlir", "missing.mlirbc", "no/such/dir/prog"])
+def test_missing_file_is_named(path: str) -> None:
+    with pytest.raises(shlo.ShloError, match=f"^no such file: {path}$"):
+        shlo.compile(path)
+
+
+def test_argument_without_a_numpy_dtype_is_a_shlo_error() -> None:
+    source = "func.func @main(%a: tensor<4xindex>) -> tensor<4xindex> {\n  return %a : tensor<4xindex>\n}"
+    with pytest.raises(
+        shlo.ShloError, match=r"^argument 0 of @main has element type index, which numpy"
+    ):
+        shlo.compile(source)
+
+
+def test_function_name_that_is_not_utf8(tmp_path) -> None:
+    path = tmp_path / "name.mlir"
+    path.write_bytes(
+        b'func.func @"ma\xffin"(%a: tensor<2xf32>) -> tensor<2xf32> {\n'
+        b"  return %a : tensor<2xf32>\n}\n"
+    )
+    with pytest.raises(shlo.ShloError) as caught:
+        shlo.compile(path)
+    assert str(caught.value) == (
+        f"{path}:1:1: error: no function @main in the module; it has @ma\ufffdin"
+    )
+
+
+def test_interpreter_refuses_complex_results_instead_of_aborting() -> None:
+    from shlo.isolation import shared_worker
+
+    source = """func.func @main(%a: tensor<2xf32>) -> tensor<2xcomplex<f32>> {
+  %0 = stablehlo.complex %a, %a : tensor<2xcomplex<f32>>
+  return %0 : tensor<2xcomplex<f32>>
+}
+"""
+    args = [np.array([1, 3], np.float32)]
+    with pytest.raises(
+        shlo.ShloError,
+        match=r"1:1: error: result 0 of @main has type tensor<2xcomplex<f32>>; the reference interpreter cannot return complex",
+    ):
+        shared_worker().call("interpret", source=source, entry="main", args=args)

@@ -1,0 +1,292 @@
+"""The worker process: protocol, interruption, timeouts, host death and crashing input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shlo
+from shlo import runtime
+from shlo.io import module_to_bytecode
+from shlo.isolation import Worker, shared_worker, write_message
+
+NEGATE = """
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = stablehlo.negate %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+DOUBLE = NEGATE.replace("stablehlo.negate %x", "stablehlo.add %x, %x")
+X = np.array([1, 2, 3], np.float32)
+
+
+@pytest.fixture
+def worker():
+    worker = Worker()
+    yield worker
+    worker.close()
+
+
+def _interrupt_after(seconds: float):
+    """Raise KeyboardInterrupt in the main thread after ``seconds``, as Ctrl-C would."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return previous
+
+
+def test_interrupted_request_leaves_no_stale_reply() -> None:
+    worker = shared_worker()
+    assert worker.call("echo", value="warm") == "warm"
+    previous = _interrupt_after(0.3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            worker.call("echo", value="stale", delay=1.0)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert worker.pid is None, "the interrupted worker must be discarded"
+    # Long enough for the interrupted reply to have been written, had the worker lived.
+    time.sleep(1.0)
+    assert worker.call("echo", value="first") == "first"
+    np.testing.assert_array_equal(shlo.compile(NEGATE)(X), -X)
+    np.testing.assert_array_equal(shlo.compile(DOUBLE)(X), 2 * X)
+
+
+def test_interrupted_compile_leaves_no_stale_reply() -> None:
+    # A compilation that takes seconds, interrupted while the worker lowers it.
+    slow = call_chain(3000, "stablehlo.exponential", "3")
+    np.testing.assert_array_equal(shlo.compile(NEGATE)(X), -X)  # a warm worker
+    previous = _interrupt_after(1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            shlo.compile(slow)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    np.testing.assert_array_equal(shlo.compile(DOUBLE)(X), 2 * X)
+    np.testing.assert_array_equal(shlo.compile(NEGATE)(X), -X)
+
+
+def test_reply_to_another_request_is_a_protocol_error(worker: Worker) -> None:
+    assert worker.call("echo", value=1) == 1
+    first_pid = worker.pid
+    # A request the host did not make: its reply arrives before the next one's.
+    write_message(worker._process.stdin, {"id": 10_000, "task": "echo", "value": "stale"})
+    with pytest.raises(shlo.ShloError, match=r"worker protocol error: reply 10000 to request 2"):
+        worker.call("echo", value=2)
+    assert worker.pid is None
+    assert worker.call("echo", value=3) == 3
+    assert worker.pid != first_pid
+
+
+def test_timeout_kills_the_worker(worker: Worker) -> None:
+    assert worker.call("echo", value=1) == 1
+    pid = worker.pid
+    started = time.monotonic()
+    with pytest.raises(shlo.ShloError, match=r"the echo process timed out after 0.5 s"):
+        worker.call("echo", value=2, delay=30, timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert worker.pid is None
+    assert not _alive(pid)
+    assert worker.call("echo", value=3) == 3
+
+
+def test_worker_memory_is_limited(monkeypatch, worker: Worker) -> None:
+    # Runaway input once grew a worker to 24 GB; past its limit it dies instead.
+    monkeypatch.setenv("SHLO_WORKER_MEMORY", str(400 << 20))
+    assert len(worker.call("echo", value=b"x" * (50 << 20))) == 50 << 20
+    with pytest.raises(shlo.ShloError, match="crashed"):
+        worker.call("echo", value=b"x" * (600 << 20))
+    monkeypatch.delenv("SHLO_WORKER_MEMORY")
+    assert worker.call("echo", value=1) == 1
+
+
+def test_compile_timeout_from_argument_and_environment(monkeypatch) -> None:
+    # A fresh worker takes far longer than 1 ms to start and parse.
+    shared_worker().close()
+    with pytest.raises(shlo.ShloError, match=r"timed out after 0.001 s.*timeout= or SHLO_COMPILE"):
+        shlo.compile(NEGATE, timeout=0.001)
+    shared_worker().close()
+    monkeypatch.setenv("SHLO_COMPILE_TIMEOUT", "0.001")
+    with pytest.raises(shlo.ShloError, match=r"timed out after 0.001 s"):
+        shlo.compile(NEGATE)
+    monkeypatch.setenv("SHLO_COMPILE_TIMEOUT", "soon")
+    with pytest.raises(shlo.ShloError, match=r"SHLO_COMPILE_TIMEOUT='soon': expected a number"):
+        shlo.compile(NEGATE)
+    monkeypatch.delenv("SHLO_COMPILE_TIMEOUT")
+    np.testing.assert_array_equal(shlo.compile(NEGATE)(X), -X)
+
+
+def test_shared_worker_is_created_once_across_threads(monkeypatch) -> None:
+    import shlo.isolation as isolation
+
+    monkeypatch.setattr(isolation, "_worker", None)
+    created = []
+    original_init = Worker.__init__
+
+    def slow_init(self) -> None:
+        time.sleep(0.05)  # widens the window between the check and the assignment
+        original_init(self)
+        created.append(self)
+
+    monkeypatch.setattr(Worker, "__init__", slow_init)
+    barrier = threading.Barrier(8)
+    found = []
+
+    def get() -> None:
+        barrier.wait()
+        found.append(shared_worker())
+
+    threads = [threading.Thread(target=get) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(created) == 1 and all(w is created[0] for w in found)
+    created[0].close()
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped counts as gone)."""
+    if pid is None:
+        return False
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+HOST = """
+import sys, threading, time
+sys.path[:0] = {path!r}
+from shlo.isolation import shared_worker
+worker = shared_worker()
+start = lambda: worker.call("echo", value=0)
+if {from_thread!r}:
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()
+else:
+    start()
+print(worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "other-thread"])
+def test_worker_exits_when_its_host_is_killed(from_thread: bool) -> None:
+    # From another thread the parent-death signal is not used: the watchdog works alone.
+    script = HOST.format(path=sys.path, from_thread=from_thread)
+    host = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(host.stdout.readline())
+        assert _alive(pid)
+    finally:
+        host.kill()
+        host.wait()
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), f"worker {pid} outlived its host"
+
+
+DEEP_INPUTS = {
+    "nested modules": "module {\n" * 6000 + "}\n" * 6000,
+    "nested brackets": (
+        "func.func @main() -> tensor<f32> attributes {a = " + "(" * 100_000 + ")" * 100_000 + "}"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", DEEP_INPUTS.values(), ids=DEEP_INPUTS.keys())
+def test_deeply_nested_input_is_an_error_not_a_crash(source: str) -> None:
+    # Parsed in the host, these overflow the stack and kill it.
+    with pytest.raises(shlo.ShloError) as caught:
+        shlo.compile(source)
+    assert "Traceback" not in str(caught.value)
+
+
+def test_corrupt_bytecode_never_kills_the_host() -> None:
+    bytecode = module_to_bytecode(shlo.load_module(NEGATE))
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        data = bytearray(bytecode)
+        position = int(rng.integers(8, len(data)))
+        data[position] ^= 1 << int(rng.integers(8))
+        try:
+            # One of these flips sends the bytecode reader into an endless loop.
+            shlo.compile(bytes(data), timeout=10)
+        except shlo.ShloError as error:
+            assert "internal error" not in str(error)
+    np.testing.assert_array_equal(shlo.compile(bytecode)(X), -X)
+
+
+def test_isolated_compile_generates_no_code_in_the_host(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("the host ran LLVM's code generator")
+
+    monkeypatch.setattr(runtime, "ExecutionEngine", refuse)
+    monkeypatch.setattr(runtime, "compile_object", refuse)
+    np.testing.assert_array_equal(shlo.compile(DOUBLE)(X), 2 * X)
+    with pytest.raises(AssertionError, match="code generator"):
+        shlo.compile(DOUBLE, isolate=False)
+
+
+def call_chain(depth: int, last_op: str, shape: str) -> str:
+    """@main calling @f0 calling @f1 ... calling @f{depth-1}, which applies ``last_op``."""
+    tensor = f"tensor<{shape}xf32>"
+    functions = [
+        f"func.func @main(%x: {tensor}) -> {tensor} {{\n"
+        f"  %0 = call @f0(%x) : ({tensor}) -> {tensor}\n"
+        f"  return %0 : {tensor}\n}}"
+    ]
+    for index in range(depth):
+        body = (
+            f"%0 = call @f{index + 1}(%x) : ({tensor}) -> {tensor}"
+            if index < depth - 1
+            else f"%0 = {last_op} %x : {tensor}"
+        )
+        functions.append(
+            f"func.func private @f{index}(%x: {tensor}) -> {tensor} {{\n"
+            f"  {body}\n  return %0 : {tensor}\n}}"
+        )
+    return "\n".join(functions)
+
+
+def test_refine_runs_in_the_worker_and_returns_a_module() -> None:
+    # 3,000 nested private calls: the inliner's recursion overflows a normal stack.
+    source = call_chain(3000, "stablehlo.negate", "?")
+    context = shlo.new_context()
+    refined = shlo.refine(source, ["tensor<3xf32>"], context=context)
+    assert isinstance(refined, shlo.ir.Module) and refined.context is context
+    text = str(refined)
+    assert "call" not in text and "stablehlo.negate %arg0 : tensor<3xf32>" in text
+
+
+def test_shlo_error_keeps_its_diagnostics_across_the_process_boundary(tmp_path) -> None:
+    path = tmp_path / "bad.mlir"
+    path.write_text("func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  return %y\n}\n")
+    with pytest.raises(shlo.ShloError) as caught:
+        shlo.compile(path)
+    diagnostic = caught.value.diagnostics[0]
+    assert (diagnostic.file, diagnostic.line) == (str(path), 2)
+    assert str(caught.value).startswith(f"{path}:2:")
+
+
+def test_worker_ignores_ctrl_c_sent_to_the_process_group(worker: Worker) -> None:
+    assert worker.call("echo", value=1) == 1
+    os.kill(worker.pid, signal.SIGINT)
+    assert worker.call("echo", value=2, delay=0.2) == 2
