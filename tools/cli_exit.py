@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
+
+
+class InternalError(Exception):
+    """A bug in shlo, not in the user's input: exit 3."""
+
+
+def robust_output() -> None:
+    """Print text that is not valid UTF-8 (file names, MLIR strings) escaped, never raise."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def run_and_exit(
@@ -17,6 +29,7 @@ def run_and_exit(
 
     ``SHLO_DEBUG=1`` lets internal errors raise, with their traceback.
     """
+    robust_output()
     try:
         code = run(sys.argv[1:])
     except KeyboardInterrupt:
@@ -29,10 +42,11 @@ def run_and_exit(
     except Exception as error:  # the CLI never shows a traceback
         if os.environ.get("SHLO_DEBUG"):
             raise
-        print(
-            f"{prog}: internal error: {type(error).__name__}: {error} "
-            "(set SHLO_DEBUG=1 for a traceback)",
-            file=sys.stderr,
+        detail = (
+            str(error) if isinstance(error, InternalError) else f"{type(error).__name__}: {error}"
         )
+        if not detail.startswith("internal error"):
+            detail = f"internal error: {detail}"
+        print(f"{prog}: {detail} (set SHLO_DEBUG=1 for a traceback)", file=sys.stderr)
         code = 3
     sys.exit(code)

@@ -13,17 +13,21 @@ never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 from shlo.compiler import compile as compile_program
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.isolation import shared_worker
-from shlo.tools.cli_exit import run_and_exit
+from shlo.tools.cli_exit import robust_output, run_and_exit
 
 _ELEMENT = (
     r"(?:i1|i2|i4|i8|i16|i32|i64|ui2|ui4|ui8|ui16|ui32|ui64"
@@ -34,6 +38,11 @@ _INPUT = re.compile(rf"^(?P<shape>(?:\d+x)*)(?P<element>{_ELEMENT})=(?P<values>.
 
 class UsageError(Exception):
     pass
+
+
+# A text input is built in memory before it is checked against the program:
+# refuse absurd shapes instead of failing with an empty MemoryError.
+MAX_INPUT_BYTES = 1 << 31
 
 
 def parse_value(text: str, dtype: np.dtype) -> object:
@@ -51,13 +60,75 @@ def parse_value(text: str, dtype: np.dtype) -> object:
     return float(text)
 
 
+def _integer_range(dtype: np.dtype) -> tuple[int, int]:
+    info = ml_dtypes.iinfo(dtype) if "int" in dtype.name and dtype.kind == "V" else np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _check_range(spec: str, element: str, texts: list[str], values: list, dtype: np.dtype) -> None:
+    """UsageError for the first value that does not fit ``dtype`` (instead of wrapping)."""
+    if dtype.kind in "bc":
+        return
+    if isinstance(values[0], int):
+        low, high = _integer_range(dtype)
+        for text, value in zip(texts, values):
+            if not low <= value <= high:
+                raise UsageError(
+                    f"--input={spec!r}: value {text} is out of range for {element} [{low}, {high}]"
+                )
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = np.array(values, dtype=np.float64).astype(dtype).astype(np.float64)
+    for text, value, result in zip(texts, values, converted):
+        # Overflow gives inf, or nan in types without inf; 1e400 is inf already.
+        overflowed = (np.isfinite(value) or "inf" not in text.lower()) and np.isinf(result)
+        if overflowed or (not np.isnan(value) and np.isnan(result)):
+            largest = float(ml_dtypes.finfo(dtype).max)
+            raise UsageError(
+                f"--input={spec!r}: value {text} is not representable in {element} "
+                f"(largest finite value {largest:g})"
+            )
+
+
+def _read_npy(path: str) -> np.ndarray:
+    def unreadable(reason: str) -> UsageError:
+        return UsageError(f"cannot read input {path}: {reason}")
+
+    try:
+        with open(path, "rb") as file:
+            if file.read(6) != b"\x93NUMPY":
+                empty = file.tell() == 0
+                raise unreadable("the file is empty" if empty else "not a .npy file")
+            file.seek(0)
+            version = np.lib.format.read_magic(file)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(file)
+            # A corrupt header can claim any shape: never allocate more than the file holds.
+            needed = math.prod(shape) * dtype.itemsize
+            available = os.fstat(file.fileno()).st_size - file.tell()
+            if needed > available:
+                raise unreadable(
+                    f"the header claims shape {shape} ({needed} bytes) but the file holds "
+                    f"{available}; it is truncated or corrupt"
+                )
+            file.seek(0)
+            return np.load(file, allow_pickle=False)
+    except IsADirectoryError:
+        raise unreadable("is a directory") from None
+    except OSError as error:
+        raise unreadable(str(error.strerror or error)) from None
+    except (EOFError, ValueError, TypeError, MemoryError) as error:
+        raise unreadable(f"not a valid .npy file ({error or type(error).__name__})") from None
+
+
 def parse_input(spec: str) -> np.ndarray:
     """One ``--input`` value as a numpy array."""
     if spec.startswith("@"):
-        try:
-            return np.load(spec[1:], allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise UsageError(f"cannot read input {spec[1:]}: {error}") from None
+        return _read_npy(spec[1:])
     match = _INPUT.match(spec)
     if not match:
         raise UsageError(
@@ -65,26 +136,41 @@ def parse_input(spec: str) -> np.ndarray:
             "(e.g. 2x3xf32=1,2,3,4,5,6), TYPE=value or @file.npy"
         )
     shape = tuple(int(d) for d in match["shape"].split("x") if d)
-    dtype = numpy_dtype(match["element"])
+    element = match["element"]
+    dtype = numpy_dtype(element)
+    count = math.prod(shape)
+    if count * dtype.itemsize > MAX_INPUT_BYTES:
+        raise UsageError(
+            f"--input={spec[:60]!r}: shape {match['shape'] + element} needs "
+            f"{count * dtype.itemsize} bytes, more than the limit of {MAX_INPUT_BYTES}; "
+            "pass large inputs as @file.npy"
+        )
     # Commas, spaces and iree-run-module's row brackets all separate values.
     texts = [t for t in re.split(r"[,\s\[\]]+", match["values"]) if t]
     try:
         values = [parse_value(t, dtype) for t in texts]
     except ValueError:
-        raise UsageError(f"--input={spec!r}: values must be {match['element']} numbers") from None
-    count = int(np.prod(shape))
-    if len(values) == 1:
-        values = values * count
-    if len(values) != count:
+        raise UsageError(f"--input={spec!r}: values must be {element} numbers") from None
+    if len(values) != count and not (len(values) == 1 and count > 0):
         raise UsageError(
-            f"--input={spec!r}: shape {match['shape'] + match['element']} needs {count} "
+            f"--input={spec!r}: shape {match['shape'] + element} needs {count} "
             f"values, got {len(values)}"
         )
+    if not values:  # an empty tensor, such as 0xf32=
+        return np.zeros(shape, dtype=dtype)
+    _check_range(spec, element, texts, values, dtype)
     if dtype.kind in "bc":
-        return np.array(values, dtype=dtype).reshape(shape)
-    if isinstance(values[0], float):  # f8 and bf16 convert from float64
-        return np.array(values, dtype=np.float64).astype(dtype).reshape(shape)
-    return np.array(values).astype(dtype).reshape(shape)
+        array = np.array(values, dtype=dtype)
+    elif isinstance(values[0], float):  # f8 and bf16 convert from float64
+        array = np.array(values, dtype=np.float64).astype(dtype)
+    else:
+        array = np.array(values).astype(dtype)
+    # One value fills the whole shape.
+    return (
+        np.broadcast_to(array.reshape(()), shape).copy()
+        if len(values) == 1
+        else array.reshape(shape)
+    )
 
 
 def format_result(array: np.ndarray) -> str:
@@ -138,8 +224,24 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = make_parser().parse_args(argv)
+    """shlo-run's exit code for ``argv``; errors in the user's input print one line and give 1."""
+    robust_output()
+    try:
+        return execute(argv)
+    except (UsageError, ValueError, ShloError) as error:
+        print(_describe(error), file=sys.stderr)
+        return 1
+
+
+def execute(argv: Sequence[str]) -> int:
+    """Run ``argv``; UsageError, ValueError or ShloError for errors in the user's input."""
+    try:
+        args = make_parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, or argparse's own usage errors
+        return exit_.code if isinstance(exit_.code, int) else 2
     path = Path(args.input_file)
+    if path.is_dir():
+        raise UsageError(f"cannot read {args.input_file}: is a directory")
     if not path.is_file():
         raise UsageError(f"cannot read {args.input_file}: no such file")
     inputs = [parse_input(spec) for spec in args.input]
@@ -162,7 +264,10 @@ def run(argv: Sequence[str]) -> int:
             target = args.output[index]
             if not target.startswith("@"):
                 raise UsageError(f"--output={target!r}: expected @file.npy")
-            np.save(target[1:], result, allow_pickle=False)
+            try:
+                np.save(target[1:], result, allow_pickle=False)
+            except OSError as error:
+                raise UsageError(f"cannot write {target[1:]}: {error.strerror}") from None
         else:
             print(f"result[{index}]: {format_result(np.asarray(result))}")
     if args.benchmark > 0:
@@ -185,7 +290,7 @@ def _describe(error: Exception) -> str:
 
 
 def main() -> None:
-    run_and_exit("shlo-run", run, (UsageError, ValueError, ShloError), _describe)
+    run_and_exit("shlo-run", run)
 
 
 if __name__ == "__main__":

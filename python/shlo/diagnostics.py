@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from shlo._mlir_compat import ir
 
+_MAX_PRINTED_MESSAGE = 2000
 _FILE_LINE_COL = re.compile(r'"([^"]*)":(\d+):(\d+)')
 
 
@@ -28,7 +29,12 @@ class Diagnostic:
         return self.file or "<unknown>"
 
     def __str__(self) -> str:
-        lines = [f"{self.where}: {self.severity}: {self.message}"]
+        message = self.message
+        if len(message) > _MAX_PRINTED_MESSAGE:
+            # MLIR quotes whole attributes: 100,000 nested brackets make one huge line.
+            omitted = len(message) - _MAX_PRINTED_MESSAGE
+            message = f"{message[:_MAX_PRINTED_MESSAGE]}... ({omitted} more characters)"
+        lines = [f"{self.where}: {self.severity}: {message}"]
         lines += [str(note) for note in self.notes]
         return "\n".join(lines)
 
@@ -50,9 +56,69 @@ def _severity_name(severity: object) -> str:
     return _SEVERITIES.get(str(severity).rsplit(".", 1)[-1], "error")
 
 
+# What nanobind raises when MLIR hands it a string that is not valid UTF-8,
+# e.g. a diagnostic naming the symbol @"\FF".
+_UNDECODABLE = "conversion error"
+_UNDECODABLE_MESSAGE = "(MLIR's message is not valid UTF-8 and cannot be shown)"
+
+
+def _text(get: object, attribute: str) -> str:
+    try:
+        return str(getattr(get, attribute))
+    except RuntimeError:
+        return _UNDECODABLE_MESSAGE
+
+
+def is_undecodable_diagnostic(error: RuntimeError) -> bool:
+    """True for the bindings' failure to convert a non-UTF-8 diagnostic to a Python string."""
+    return _UNDECODABLE in str(error)
+
+
+_STRING_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_ESCAPE = re.compile(r"\\([0-9a-fA-F]{2}|.)")
+_SIMPLE_ESCAPES = {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\"}
+
+
+def _unescape(literal: str) -> bytes:
+    """The bytes of an MLIR string literal's body: ``\\XX`` is one byte, in hex."""
+    data = bytearray()
+    position = 0
+    for match in _ESCAPE.finditer(literal):
+        data += literal[position : match.start()].encode(errors="replace")
+        code = match.group(1)
+        data += bytes([int(code, 16)]) if len(code) == 2 else _SIMPLE_ESCAPES.get(code, b"")
+        position = match.end()
+    return bytes(data + literal[position:].encode(errors="replace"))
+
+
+def undecodable_diagnostic_error(source: str | bytes, filename: str) -> ShloError:
+    """The error for a diagnostic MLIR emitted but the bindings could not decode.
+
+    Points at the first string literal of ``source`` whose escapes make
+    invalid UTF-8 (such as ``@"\\FF"``), the likely subject of the message.
+    """
+    message = (
+        "MLIR reported an error whose message is not valid UTF-8, so it cannot be shown; "
+        "it is probably about a name or string holding invalid UTF-8"
+    )
+    text = source if isinstance(source, str) else source.decode("utf-8", errors="replace")
+    for match in _STRING_LITERAL.finditer(text):
+        try:
+            _unescape(match.group(1)).decode("utf-8")
+        except UnicodeDecodeError:
+            line = text.count("\n", 0, match.start()) + 1
+            column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
+            located = (
+                f"string literal {match.group(0)[:40]} is not valid UTF-8 once unescaped, "
+                "and MLIR reported an error that names it (the message cannot be shown)"
+            )
+            return ShloError(located, [Diagnostic("error", located, filename, line, column)])
+    return ShloError(message, [Diagnostic("error", message, filename)])
+
+
 def convert(diagnostic: ir.Diagnostic | ir.DiagnosticInfo, filename: str = "") -> Diagnostic:
     """Our Diagnostic from the bindings' one; ``filename`` replaces the "-" of parsed strings."""
-    location = str(diagnostic.location)
+    location = _text(diagnostic, "location")
     match = _FILE_LINE_COL.search(location)
     if match:
         file = match.group(1)
@@ -61,15 +127,16 @@ def convert(diagnostic: ir.Diagnostic | ir.DiagnosticInfo, filename: str = "") -
         file_fields = {"file": file, "line": int(match.group(2)), "column": int(match.group(3))}
     else:
         name = re.search(r'loc\("([^"]*)"', location)
-        file_fields = {"file": filename or (name.group(1) if name else location)}
+        # Never the raw loc(...) text: the file name, or <unknown> when there is none.
+        file_fields = {"file": filename or (name.group(1) if name else "")}
     return Diagnostic(
         severity=_severity_name(diagnostic.severity),
-        message=diagnostic.message,
+        message=_text(diagnostic, "message"),
         # The pass manager's "see current operation" note dumps whole functions.
         notes=tuple(
             convert(note, filename)
             for note in diagnostic.notes
-            if not note.message.startswith("see current operation")
+            if not _text(note, "message").startswith("see current operation")
         ),
         **file_fields,  # type: ignore[arg-type]
     )

@@ -4,40 +4,160 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 
+from shlo import shardy
 from shlo._mlir_compat import (
+    current_version,
     deserialize_portable_artifact,
     ir,
+    minimum_version,
     new_context,
     serialize_portable_artifact,
 )
-from shlo.diagnostics import ShloError, convert
+from shlo.diagnostics import (
+    Diagnostic,
+    ShloError,
+    collect_diagnostics,
+    convert,
+    is_undecodable_diagnostic,
+    undecodable_diagnostic_error,
+)
 
 BYTECODE_MAGIC = b"ML\xefR"
 # Portable artifacts are VHLO bytecode whose producer string names StableHLO.
 _PORTABLE_PRODUCER = b"StableHLO_v"
+_PRODUCER_VERSION = re.compile(rb"StableHLO_v([^\x00]{0,40})\x00")
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# The serializer keeps version numbers in 32-bit integers and aborts on larger ones.
+_MAX_VERSION_PART = 2**31 - 1
+
+
+def _error_in(filename: str, message: str, line: int = 0, column: int = 0) -> ShloError:
+    """A ShloError printed as ``file[:line:col]: error: message``."""
+    return ShloError(message, [Diagnostic("error", message, filename, line, column)])
 
 
 def is_portable_artifact(data: bytes) -> bool:
     return data.startswith(BYTECODE_MAGIC) and _PORTABLE_PRODUCER in data[:64]
 
 
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """(X, Y, Z) for "X.Y.Z" with non-negative 32-bit integers; None when malformed."""
+    match = _VERSION.fullmatch(text)
+    if not match:
+        return None
+    parts = tuple(int(part) for part in match.groups())
+    if any(part > _MAX_VERSION_PART for part in parts):
+        return None
+    return parts  # type: ignore[return-value]
+
+
+def check_target_version(version: str) -> None:
+    """ShloError unless ``version`` is X.Y.Z between the wheel's minimum and current versions."""
+    parsed = parse_version(version)
+    lowest, highest = minimum_version(), current_version()
+    if parsed is None:
+        raise ShloError(
+            f"invalid StableHLO target version '{version}'; expected X.Y.Z, three "
+            f"non-negative integers, between {lowest} and {highest}"
+        )
+    if not parse_version(lowest) <= parsed <= parse_version(highest):  # type: ignore[operator]
+        raise ShloError(
+            f"StableHLO target version {version} is not supported; this StableHLO "
+            f"writes versions {lowest} to {highest}"
+        )
+
+
+def portable_artifact_producer(data: bytes) -> str | None:
+    """The producer version "X.Y.Z" in a portable artifact's header, None if there is none."""
+    match = _PRODUCER_VERSION.search(data[:64])
+    return match.group(1).decode("ascii", errors="backslashreplace") if match else None
+
+
+def _check_producer(data: bytes, filename: str) -> None:
+    """Refuse artifacts from a newer StableHLO: it may use ops or encodings this one misreads."""
+    producer = portable_artifact_producer(data)
+    if producer is None:
+        return  # the deserializer reports a malformed header itself
+    parsed = parse_version(producer)
+    if parsed is None:
+        raise _error_in(
+            filename,
+            f"malformed producer version 'StableHLO_v{producer}' in the portable artifact "
+            "header; expected StableHLO_vX.Y.Z",
+        )
+    if parsed > parse_version(current_version()):  # type: ignore[operator]
+        raise _error_in(
+            filename,
+            f"the portable artifact was written by StableHLO {producer}, newer than this "
+            f"StableHLO ({current_version()}); re-export it for version {current_version()} "
+            "or older",
+        )
+
+
+def decode_text(data: bytes, filename: str) -> str:
+    """``data`` as UTF-8; a ShloError naming the line, column and byte where it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        before = data[: error.start]
+        line = before.count(b"\n") + 1
+        column = error.start - (before.rfind(b"\n") + 1) + 1
+        raise _error_in(
+            filename,
+            f"invalid UTF-8 at byte {error.start} (0x{data[error.start]:02x}); the input is "
+            "neither UTF-8 text nor MLIR bytecode",
+            line,
+            column,
+        ) from None
+
+
+def _deserialize(data: bytes, context: ir.Context, filename: str) -> ir.Module:
+    _check_producer(data, filename)
+    # Without a handler MLIR prints these itself, as loc("-":0:0): error: ...
+    with collect_diagnostics(context, filename) as collector:
+        try:
+            return deserialize_portable_artifact(context, data)
+        except (ValueError, RuntimeError) as error:
+            errors: list[Diagnostic] = collector.diagnostics
+            if not errors:
+                raise _error_in(
+                    filename, f"could not read the portable artifact: {error}"
+                ) from None
+            raise ShloError(f"could not parse {filename}: {error}", errors) from None
+
+
 def parse_module(data: bytes | str, context: ir.Context, filename: str = "<string>") -> ir.Module:
     """Parse text, bytecode or a portable artifact, detected from the content.
 
+    Shardy (sdy) annotations of single-device programs are dropped (shlo.shardy).
     Raises ShloError with ``file:line:col`` diagnostics when the input is invalid.
     """
+    prepared, has_sdy = shardy.prepare_input(data, filename)
+    # sdy is parsed as an unknown dialect, then removed; finish_loading rejects what is left.
+    with shardy.unregistered_dialects(context, has_sdy):
+        module = _parse_module(prepared, context, filename)
+    shardy.finish_loading(module, filename, data, has_sdy)
+    return module
+
+
+def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.Module:
+    if isinstance(data, bytes) and is_portable_artifact(data):
+        return _deserialize(data, context, filename)
+    if isinstance(data, bytes) and not data.startswith(BYTECODE_MAGIC):
+        data = decode_text(data, filename)
     try:
-        if isinstance(data, bytes) and is_portable_artifact(data):
-            return deserialize_portable_artifact(context, data)
-        if isinstance(data, bytes) and not data.startswith(BYTECODE_MAGIC):
-            data = data.decode("utf-8")
         return ir.Module.parse(data, context)
     except ir.MLIRError as error:
         diagnostics = [convert(info, filename) for info in error.error_diagnostics]
         raise ShloError(f"could not parse {filename}", diagnostics) from None
-    except (ValueError, RuntimeError) as error:
+    except RuntimeError as error:
+        if is_undecodable_diagnostic(error):
+            raise undecodable_diagnostic_error(data, filename) from None
+        raise ShloError(f"could not parse {filename}: {error}") from None
+    except ValueError as error:
         raise ShloError(f"could not parse {filename}: {error}") from None
 
 
@@ -56,14 +176,25 @@ def load_module(
         isinstance(source, str) and "\n" not in source and Path(source).is_file()
     ):
         path = Path(source)
-        data = path.read_bytes()
-        if not data.startswith(BYTECODE_MAGIC):
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise ShloError(f"cannot read {path}: {error.strerror}") from None
+        if not data.startswith(BYTECODE_MAGIC) and not shardy.has_sdy_ops(data):
+            has_sdy = shardy.mentions_sdy(data)
             # parseFile keeps the real file name in every location.
             try:
-                return ir.Module.parseFile(str(path), context)
+                with shardy.unregistered_dialects(context, has_sdy):
+                    module = ir.Module.parseFile(str(path), context)
             except ir.MLIRError as error:
                 diagnostics = [convert(info, str(path)) for info in error.error_diagnostics]
                 raise ShloError(f"could not parse {path}", diagnostics) from None
+            except RuntimeError as error:
+                if is_undecodable_diagnostic(error):
+                    raise undecodable_diagnostic_error(data, str(path)) from None
+                raise ShloError(f"could not parse {path}: {error}") from None
+            shardy.finish_loading(module, str(path), data, has_sdy)
+            return module
         return parse_module(data, context, str(path))
     return parse_module(source, context)
 
@@ -75,6 +206,8 @@ def module_to_bytecode(module: ir.Module) -> bytes:
 
 
 def module_to_portable_artifact(module: ir.Module, target_version: str) -> bytes:
+    # The serializer aborts the process on some malformed versions.
+    check_target_version(target_version)
     try:
         return serialize_portable_artifact(module, target_version)
     except (ValueError, RuntimeError) as error:

@@ -17,3 +17,12 @@ func.func @f() {
 // OPTION: shlo-opt: error: 'shlo-remove-dynamism' has no option 'typo' (options: types)
 // NESTED: shlo-opt: error: shlo passes run on builtin.module; move them out of 'func.func(...)'
 // MISSING: shlo-opt: error: cannot read {{.*}}does-not-exist.mlir: No such file or directory
+
+// Invalid UTF-8, a directory, an empty file, a bad option value: exit 1 or 2, one line.
+// RUN: printf 'module {\n  // caf\xe9\n}\n' > %t.latin1.mlir
+// RUN: not shlo-opt %t.latin1.mlir 2>&1 | FileCheck %s --check-prefix=UTF8
+// RUN: not shlo-opt %S 2>&1 | FileCheck %s --check-prefix=DIRECTORY
+// RUN: not shlo-opt %s --pass-pipeline='builtin.module(canonicalize{max-iterations=abc})' 2>&1 | FileCheck %s --check-prefix=OPTION-VALUE
+// UTF8: latin1.mlir:2:9: error: invalid UTF-8 at byte 17 (0xe9); the input is neither UTF-8 text nor MLIR bytecode
+// DIRECTORY: shlo-opt: error: cannot read {{.*}}tools: Is a directory
+// OPTION-VALUE: shlo-opt: error: for the --max-iterations option: 'abc' value invalid for long argument!
