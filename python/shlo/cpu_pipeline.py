@@ -75,7 +75,9 @@ _TO_LLVM = (
     "convert-scf-to-cf",
     "expand-strided-metadata",
     "lower-affine",
-    "finalize-memref-to-llvm",
+    # Allocations call _mlir_memref_to_llvm_alloc & co., which the runtime
+    # checks: a failed malloc becomes an error instead of a null write.
+    "finalize-memref-to-llvm{use-generic-functions=true}",
     # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
     # AVX512-BF16 and calls compiler-rt (absent) on the others.
     "arith-emulate-unsupported-floats{source-types="

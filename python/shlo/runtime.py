@@ -77,6 +77,61 @@ def _fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
     return raw.view(array.dtype)
 
 
+# MLIR's generic allocation functions, which the generated code calls for
+# every buffer (finalize-memref-to-llvm{use-generic-functions}), and the entry
+# point the host calls: a failed allocation returns to it through longjmp
+# instead of letting the code write through a null pointer.
+_ALLOCATION_GUARD = r"""
+#include <setjmp.h>
+#include <stdlib.h>
+
+static __thread jmp_buf *on_failure;
+
+static void *checked(void *pointer, size_t size) {
+  if (!pointer && size && on_failure) longjmp(*on_failure, 1);
+  return pointer;
+}
+
+void *_mlir_memref_to_llvm_alloc(size_t size) { return checked(malloc(size), size); }
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+  void *pointer = 0;
+  if (alignment < sizeof(void *)) alignment = sizeof(void *);
+  if (posix_memalign(&pointer, alignment, size) != 0) pointer = 0;
+  return checked(pointer, size);
+}
+
+void _mlir_memref_to_llvm_free(void *pointer) { free(pointer); }
+
+void _mlir_main(void **arguments);
+
+/* 0 when the entry ran to the end, 1 when an allocation failed. */
+int shlo_call(void **arguments) {
+  jmp_buf here;
+  jmp_buf *outer = on_failure;
+  int failed = 0;
+  on_failure = &here;
+  if (setjmp(here) == 0)
+    _mlir_main(arguments);
+  else
+    failed = 1;
+  on_failure = outer;
+  return failed;
+}
+"""
+
+
+def _register_allocation_functions(engine: ExecutionEngine) -> None:
+    """The generic allocation functions for in-process JIT code: the C library's, unchecked."""
+    libc = ctypes.CDLL(None)
+    for name, symbol in (
+        ("_mlir_memref_to_llvm_alloc", "malloc"),
+        ("_mlir_memref_to_llvm_aligned_alloc", "aligned_alloc"),
+        ("_mlir_memref_to_llvm_free", "free"),
+    ):
+        engine.raw_register_runtime(name, ctypes.cast(getattr(libc, symbol), ctypes.c_void_p))
+
+
 def compile_object(llvm_bytecode: bytes, opt_level: int = 2) -> bytes:
     """The ELF object code LLVM generates for an LLVM-dialect module (bytecode).
 
@@ -84,6 +139,7 @@ def compile_object(llvm_bytecode: bytes, opt_level: int = 2) -> bytes:
     """
     context = new_context()
     engine = ExecutionEngine(ir.Module.parse(llvm_bytecode, context), opt_level=opt_level)
+    _register_allocation_functions(engine)
     if not engine.raw_lookup("main"):  # code is generated on the first lookup
         raise RuntimeError("the JIT has no symbol main")
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
@@ -102,26 +158,31 @@ def linker() -> str | None:
 
 
 def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
-    """Link ``object_code`` into a shared library, load it; the library and _mlir_main's address."""
+    """Link ``object_code`` into a shared library, load it; the library and shlo_call's address."""
     driver = linker()
     if driver is None:
         raise ShloError("no C compiler (cc, gcc or clang) to link the generated code; set CC")
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         obj, lib = os.path.join(directory, "code.o"), os.path.join(directory, "code.so")
+        guard = os.path.join(directory, "allocation_guard.c")
         with open(obj, "wb") as file:
             file.write(object_code)
+        with open(guard, "w") as file:
+            file.write(_ALLOCATION_GUARD)
         # The JIT's large code model uses absolute relocations (text
         # relocations in a shared library); -Bsymbolic binds the library's own
         # symbols (its function is named main) to itself, never to the host's.
-        command = [driver, "-shared", "-o", lib, obj, "-lm", "-Wl,-Bsymbolic"]
-        linked = subprocess.run(command, capture_output=True, text=True, check=False)
+        command = [driver, "-shared", "-O2", "-fPIC", "-o", lib, obj, guard, "-lm"]
+        linked = subprocess.run(
+            [*command, "-Wl,-Bsymbolic"], capture_output=True, text=True, check=False
+        )
         if linked.returncode != 0:
             raise ShloError(f"linking the generated code failed: {linked.stderr.strip()}")
         try:
             library = ctypes.CDLL(lib)  # stays mapped once the file is removed
         except OSError as error:
             raise ShloError(f"loading the generated code failed: {error}") from None
-    address = ctypes.cast(library._mlir_main, ctypes.c_void_p).value
+    address = ctypes.cast(library.shlo_call, ctypes.c_void_p).value
     assert address is not None
     return library, address
 
@@ -145,15 +206,18 @@ class LoadedFunction:
         self._library: ctypes.CDLL | None = None
         self._engine: ExecutionEngine | None = None
         if code.startswith(_ELF_MAGIC):
+            # int shlo_call(void **args): 1 when an allocation failed.
             self._library, address = _load_object(code)
+            self._function = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address)
         else:
             module = ir.Module.parse(code, self._context)
             self._engine = ExecutionEngine(module, opt_level=opt_level)
+            _register_allocation_functions(self._engine)
             # raw_lookup finds the packed wrapper: void _mlir_main(void **args).
             address = self._engine.raw_lookup("main")
             if not address:
                 raise RuntimeError("the JIT has no symbol main")
-        self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+            self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         # The lowered arguments with 0 for the data pointers, and where those go.
         self._template: list[int] = []
         self._pointer_slots: list[int] = []
@@ -188,7 +252,11 @@ class LoadedFunction:
         values, pointers = self._argument_buffers()
         for slot, array in zip(self._pointer_slots, [*arrays, *outputs]):
             values[slot] = values[slot + 1] = array.__array_interface__["data"][0]
-        self._function(pointers)
+        if self._function(pointers):
+            raise MemoryError(
+                "the compiled code could not allocate a buffer: not enough memory "
+                "(the buffers it had allocated are lost)"
+            )
         if self._sub_byte:
             return [_fix_sub_byte(out, t.element_type) for out, t in zip(outputs, self.results)]
         return outputs

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import shlo
@@ -27,6 +30,47 @@ DYNAMIC = """func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
   return %0 : tensor<?xf32>
 }
 """
+
+
+# 1.6 GB of sort buffers for a one-element result: allocated when the code runs.
+SORT_OF_A_BIG_BROADCAST = """
+func.func @main(%x: tensor<f32>) -> tensor<f32> {
+  %b = stablehlo.broadcast_in_dim %x, dims = [] : (tensor<f32>) -> tensor<400000000xf32>
+  %r = "stablehlo.sort"(%b) ({
+  ^bb0(%a: tensor<f32>, %c: tensor<f32>):
+    %lt = stablehlo.compare LT, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) {dimension = 0 : i64, is_stable = false} : (tensor<400000000xf32>) -> tensor<400000000xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%r init: %z) applies stablehlo.maximum across dimensions = [0]
+      : (tensor<400000000xf32>, tensor<f32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+"""
+
+ALLOCATION_FAILURE_HOST = f"""
+import resource
+import numpy as np, shlo
+executable = shlo.compile({SORT_OF_A_BIG_BROADCAST!r}, max_bytes=8 << 30)
+# Within the byte limit, but more than this process may allocate.
+resource.setrlimit(resource.RLIMIT_DATA, (1 << 30, resource.RLIM_INFINITY))
+try:
+    executable(np.array(1.0, np.float32))
+except MemoryError as error:
+    print("MemoryError:", error)
+"""
+
+
+def test_failed_allocation_in_generated_code_is_an_error_not_a_segfault() -> None:
+    host = subprocess.run(
+        [sys.executable, "-c", ALLOCATION_FAILURE_HOST],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert host.returncode == 0, host.stderr[-2000:]
+    assert "MemoryError: the compiled code could not allocate a buffer" in host.stdout, host.stdout
 
 
 def test_default_limit_is_at_most_16_gib(monkeypatch) -> None:
