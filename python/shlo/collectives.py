@@ -102,6 +102,10 @@ def _has_unit(op: ir.Operation, name: str) -> bool:
     return ir.BoolAttr(attr).value if isinstance(attr, ir.BoolAttr) else True
 
 
+# More ids than any replica or partition grid the tools can run has.
+_MAX_IDS = 1 << 20
+
+
 def _id_lists(op: ir.Operation, name: str) -> list[list[int]]:
     """A 2-d id attribute as lists, without the ``-1`` padding of ragged groups."""
     attr = op.attributes[name]
@@ -110,6 +114,11 @@ def _id_lists(op: ir.Operation, name: str) -> list[list[int]]:
     shape = ir.ShapedType(attr.type).shape
     if len(shape) != 2:
         raise PassError(op.location, f"expected {name} of rank 2")
+    if shape[1] == 0:
+        return []  # only empty groups, however many rows the type claims
+    if shape[0] * shape[1] > _MAX_IDS:
+        # A splat can claim billions of ids; no real grid has that many processes.
+        raise PassError(op.location, f"expected {name} with at most {_MAX_IDS} ids, got {shape}")
     if attr.is_splat:
         rows = np.full(shape, ir.IntegerAttr(attr.get_splat_value()).value, dtype=np.int64)
     else:

@@ -141,3 +141,31 @@ func.func @global_ids_without_channel(%x: tensor<2xf32>) -> tensor<2xf32> {
   %0 = "stablehlo.all_gather"(%x) {all_gather_dim = 0 : i64, replica_groups = dense<[[0]]> : tensor<1x1xi64>, use_global_device_ids} : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// Billions of empty groups are no groups: nothing iterates over the rows
+// (the fuzzer found a hang here).
+// CHECK-LABEL: func @many_empty_groups
+func.func @many_empty_groups(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // CHECK-NOT: stablehlo.all_reduce
+  %0 = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+  }) {replica_groups = dense<> : tensor<4294967297x0xi64>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// A splat claiming billions of (padding) ids is refused, not expanded.
+func.func @splat_of_billions_of_ids(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error@+1 {{expected replica_groups with at most 1048576 ids, got [4294967297, 2]}}
+  %0 = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+  }) {replica_groups = dense<-1> : tensor<4294967297x2xi64>} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
