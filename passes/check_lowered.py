@@ -29,7 +29,9 @@ def _is_unlowered(op: ir.Operation) -> bool:
 
 def unsupported_message(op: ir.Operation, target: str) -> str:
     if op.name == "stablehlo.custom_call":
-        callee = ir.StringAttr(op.attributes["call_target_name"]).value
+        callee = ir.StringAttr(op.attributes["call_target_name"]).value_bytes.decode(
+            errors="replace"
+        )
         return (
             f"custom call @{callee} is not supported on target {target}: "
             "no handler is registered for it"

@@ -29,15 +29,20 @@ from shlo.pass_framework import Pass, PassError
 
 
 def is_shape_assertion(op: ir.Operation) -> bool:
+    # Bytes, not str: the bindings raise converting a name that is not valid UTF-8.
     return (
         op.name == "stablehlo.custom_call"
-        and ir.StringAttr(op.attributes["call_target_name"]).value == "shape_assertion"
+        and "call_target_name" in op.attributes
+        and ir.StringAttr(op.attributes["call_target_name"]).value_bytes == b"shape_assertion"
     )
 
 
 def format_assertion_message(op: ir.Operation) -> str:
     """JAX's error_message with ``{i}`` replaced by the value of operand ``i + 1``."""
-    template = ir.StringAttr(op.attributes["error_message"]).value
+    attribute = op.attributes["error_message"] if "error_message" in op.attributes else None
+    if not isinstance(attribute, ir.StringAttr):
+        return "shape assertion failed (it has no error_message string)"
+    template = attribute.value_bytes.decode(errors="replace")
     values = [constant_array(operand) for operand in list(op.operands)[1:]]
 
     def fill(match: re.Match[str]) -> str:

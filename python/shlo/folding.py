@@ -77,8 +77,8 @@ def _static_dimension_size(value: ir.Value, dimension: int) -> int | None:
     if (
         isinstance(owner, (ir.Operation, ir.OpView))
         and owner.name == "stablehlo.custom_call"
-        and ir.StringAttr(owner.attributes["call_target_name"]).value
-        == "stablehlo.shape_refinement_operand_wrapper"
+        and ir.StringAttr(owner.attributes["call_target_name"]).value_bytes
+        == b"stablehlo.shape_refinement_operand_wrapper"
     ):
         shape = constant_array(owner.operands[1])
         if shape is not None:

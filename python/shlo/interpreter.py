@@ -14,6 +14,7 @@ from shlo._mlir_compat import eval_module, ir
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import load_module
+from shlo.ir_utils import ops_named
 from shlo.lowering import error_at, find_function, function_types, keep_only_entry_public
 from shlo.pipeline import run_pipeline
 from shlo.runtime import ArrayType
@@ -29,19 +30,164 @@ _FRONTEND = [
 ]
 
 
+# Ops the interpreter runs only under interpreter.run_parallel, which
+# shlo-run does not use; outside it they abort or crash the process.
+_NEEDS_REPLICAS = (
+    "stablehlo.all_gather",
+    "stablehlo.all_reduce",
+    "stablehlo.all_to_all",
+    "stablehlo.collective_broadcast",
+    "stablehlo.collective_permute",
+    "stablehlo.collective_reduce",
+    "stablehlo.partition_id",
+    "stablehlo.reduce_scatter",
+    "stablehlo.replica_id",
+)
+_NEEDS_CHANNELS = ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.recv", "stablehlo.send")
+# Element types numpy reads from and writes to a DenseElementsAttr directly;
+# the others (bf16, the fp8 family, sub-byte types) go through their bits.
+_BUFFER_TYPES = frozenset(
+    ["i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64", "f16", "f32", "f64"]
+)
+
+
 def _to_attribute(array: np.ndarray, context: ir.Context) -> ir.Attribute:
+    name = mlir_element_type(array.dtype)
+    data = np.ascontiguousarray(array)
+    if name not in _BUFFER_TYPES:
+        # The bindings cannot read ml_dtypes buffers; the raw bits with an
+        # explicit element type build the same attribute.
+        data = data.view(np.dtype(f"u{data.dtype.itemsize}"))
     with context:
-        element = ir.Type.parse(mlir_element_type(array.dtype))
-        return ir.DenseElementsAttr.get(
-            np.ascontiguousarray(array), type=element, shape=list(array.shape)
-        )
+        element = ir.Type.parse(name)
+        return ir.DenseElementsAttr.get(data, type=element, shape=list(array.shape))
 
 
-def _to_array(attribute: ir.Attribute) -> np.ndarray:
+def _to_array(attribute: ir.Attribute, dtype: np.dtype) -> np.ndarray:
     tensor_type = ir.RankedTensorType(ir.DenseElementsAttr(attribute).type)
-    dtype = numpy_dtype(str(tensor_type.element_type))
     # Splats come back as one element.
     return np.broadcast_to(np.array(attribute), tensor_type.shape).astype(dtype)
+
+
+def _fft_error(op: ir.Operation) -> str | None:
+    """Why the interpreter cannot run this stablehlo.fft, or None when it can.
+
+    The verifier does not tie fft_length to the operand shape for FFT and
+    IFFT, and the interpreter trusts it: a wrong length aborts or reads
+    out of bounds.
+    """
+    attribute = op.attributes["fft_length"]
+    lengths = [
+        int(n)
+        for n in (
+            ir.DenseI64ArrayAttr(attribute)
+            if isinstance(attribute, ir.DenseI64ArrayAttr)
+            else ir.DenseIntElementsAttr(attribute)
+        )
+    ]
+    operand = ir.RankedTensorType(op.operands[0].type)
+    if not 1 <= len(lengths) <= min(3, operand.rank):
+        return f"expected 1 to 3 fft_length values, at most the operand rank {operand.rank}"
+    trailing = list(operand.shape[-len(lengths) :])
+    expected = list(lengths)
+    if "IRFFT" in str(op.attributes["fft_type"]):
+        # IRFFT reads the half spectrum: n // 2 + 1 values along the last axis.
+        expected[-1] = lengths[-1] // 2 + 1
+    if trailing != expected:
+        return (
+            f"expected the operand's trailing dimensions {trailing} to be {expected} "
+            f"for fft_length {lengths}"
+        )
+    return None
+
+
+def _reduce_window_error(op: ir.Operation) -> str | None:
+    """Why the interpreter cannot run this reduce_window, or None when it can.
+
+    The verifier accepts negative padding that trims more than the whole
+    input; the interpreter then aborts building the padded operand.
+    """
+    operand = ir.RankedTensorType(op.operands[0].type)
+    if "padding" not in op.attributes:
+        return None
+    attribute = ir.DenseIntElementsAttr(op.attributes["padding"])
+    # Splats come back as one element.
+    pads = np.broadcast_to(np.array(attribute), (operand.rank, 2)).tolist()
+    bases = (
+        list(ir.DenseI64ArrayAttr(op.attributes["base_dilations"]))
+        if "base_dilations" in op.attributes
+        else [1] * operand.rank
+    )
+    for dim, (size, base, (low, high)) in enumerate(zip(operand.shape, bases, pads)):
+        padded = (size - 1) * base + 1 + low + high if size else low + high
+        if padded < 0:
+            return (
+                f"expected padding that leaves a non-negative padded size, got {padded} "
+                f"in dimension {dim}"
+            )
+    return None
+
+
+def _check_interpretable(module: ir.Module, filename: str) -> None:
+    """A located ShloError for the ops that would abort the interpreter."""
+    for op in ops_named(module.operation):
+        if op.name in _NEEDS_REPLICAS:
+            message = (
+                f"'{op.name}' needs several replicas: the interpreter runs it only inside "
+                "interpreter.run_parallel (compile it for the CPU instead)"
+            )
+        elif op.name in _NEEDS_CHANNELS:
+            message = (
+                f"'{op.name}' needs a host or another process to talk to: the interpreter "
+                "runs it only inside interpreter.run_parallel"
+            )
+        elif op.name == "stablehlo.custom_call":
+            target = op.attributes["call_target_name"]
+            message = f"the reference interpreter cannot run custom calls (this one calls {target})"
+        elif op.name == "stablehlo.fft":
+            message = _fft_error(op)
+        elif op.name == "stablehlo.reduce_window":
+            message = _reduce_window_error(op)
+        else:
+            continue
+        if message is not None:
+            raise error_at(op.location, message, filename)
+
+
+def _widen_unreadable_results(main: ir.Operation) -> None:
+    """Convert results whose type numpy cannot read from an attribute to one it can.
+
+    bf16, the fp8 family and the sub-byte floats widen to f32 exactly (every
+    value of theirs is an f32), sub-byte integers to i32 or ui32; the caller
+    narrows them back.
+    """
+    function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    results = list(function_type.results)
+    for index, type_ in enumerate(results):
+        element = ir.RankedTensorType(type_).element_type
+        if str(element) in _BUFFER_TYPES:
+            continue
+        if isinstance(element, ir.IntegerType):
+            wide: ir.Type = (
+                ir.IntegerType.get_unsigned(32)
+                if element.is_unsigned
+                else ir.IntegerType.get_signless(32)
+            )
+        else:
+            wide = ir.F32Type.get()
+        results[index] = ir.RankedTensorType.get(ir.RankedTensorType(type_).shape, wide)
+        for ret in ops_named(main, "func.return"):
+            converted = ir.Operation.create(
+                "stablehlo.convert",
+                results=[results[index]],
+                operands=[ret.operands[index]],
+                loc=ret.location,
+                ip=ir.InsertionPoint(ret),
+            )
+            ret.operands[index] = converted.results[0]
+    main.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(function_type.inputs), results)
+    )
 
 
 def interpret(
@@ -58,22 +204,29 @@ def interpret(
     types = ",".join(str(ArrayType(a.shape, mlir_element_type(a.dtype))) for a in args)
     run_pipeline(module, [f"shlo-remove-dynamism{{types={types}}}"], filename)
     _, results = function_types(module, "main", filename)
+    main = find_function(module, "main", filename)
+    dtypes = []
     for index, type_ in enumerate(results):
-        element = (
-            ir.RankedTensorType(type_).element_type
-            if isinstance(type_, ir.RankedTensorType)
-            else None
-        )
+        element = type_.element_type if isinstance(type_, ir.RankedTensorType) else None
         if isinstance(element, ir.ComplexType):
             # The bindings abort the process converting a complex result.
-            raise error_at(
-                find_function(module, "main", filename).location,
-                f"result {index} of @{entry} has type {type_}; the reference interpreter "
-                "cannot return complex values (compile it for the CPU instead)",
-                filename,
-            )
+            reason = "cannot return complex values (compile it for the CPU instead)"
+        else:
+            try:
+                dtypes.append(numpy_dtype(str(element)))
+                continue
+            except ValueError:
+                reason = "returns only tensors of integers, floats and booleans"
+        raise error_at(
+            main.location,
+            f"result {index} of @{entry} has type {type_}; the reference interpreter {reason}",
+            filename,
+        )
+    _check_interpretable(module, filename)
+    with context, main.location:
+        _widen_unreadable_results(main)
     try:
-        results = eval_module(module, [_to_attribute(np.asarray(a), context) for a in args])
+        values = eval_module(module, [_to_attribute(np.asarray(a), context) for a in args])
     except (RuntimeError, ValueError) as error:
         raise ShloError(f"the interpreter failed: {error}") from None
-    return [_to_array(r) for r in results]
+    return [_to_array(value, dtype) for value, dtype in zip(values, dtypes)]

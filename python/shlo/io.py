@@ -129,6 +129,65 @@ def _deserialize(data: bytes, context: ir.Context, filename: str) -> ir.Module:
             raise ShloError(f"could not parse {filename}: {error}", errors) from None
 
 
+# A \XX escape of a byte outside ASCII: the only way text spells invalid UTF-8.
+_HIGH_BYTE_ESCAPE = re.compile(rb"\\[89a-fA-F][0-9a-fA-F]")
+
+
+def _may_hold_invalid_utf8(data: bytes | str) -> bool:
+    raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
+    if raw.startswith(BYTECODE_MAGIC):
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return _HIGH_BYTE_ESCAPE.search(raw) is not None
+
+
+def _has_undecodable_name(entries: list[ir.NamedAttribute]) -> bool:
+    """True when an attribute name here, or in a dictionary nested here, is not UTF-8."""
+    for named in entries:
+        # Constants are skipped: printing them is costly, and their names are ASCII
+        # in practice.
+        if isinstance(named.attr, (ir.DenseElementsAttr, ir.DenseResourceElementsAttr)):
+            continue
+        try:
+            repr(named)  # raises where reading .name would abort the process
+        except RuntimeError:
+            return True
+        nested = [named.attr] if isinstance(named.attr, ir.DictAttr) else []
+        if isinstance(named.attr, ir.ArrayAttr):
+            nested = [a for a in named.attr if isinstance(a, ir.DictAttr)]
+        if any(_has_undecodable_name([d[i] for i in range(len(d))]) for d in nested):
+            return True
+    return False
+
+
+def reject_undecodable_attribute_names(module: ir.Module, data: bytes | str, filename: str) -> None:
+    """A located ShloError for an attribute name that is not valid UTF-8.
+
+    The bindings abort the process (not raise) reading such a name, and every
+    pass that looks at attribute names would.
+    """
+    if not _may_hold_invalid_utf8(data):
+        return
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        attributes = op.attributes
+        if _has_undecodable_name([attributes[i] for i in range(len(attributes))]):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if found:
+        message = f"'{found[0].name}' has an attribute name that is not valid UTF-8"
+        with collect_diagnostics(module.context, filename) as collector:
+            found[0].location.emit_error(message)
+        raise ShloError(message, collector.diagnostics)
+
+
 def parse_module(data: bytes | str, context: ir.Context, filename: str = "<string>") -> ir.Module:
     """Parse text, bytecode or a portable artifact, detected from the content.
 
@@ -139,6 +198,7 @@ def parse_module(data: bytes | str, context: ir.Context, filename: str = "<strin
     # sdy is parsed as an unknown dialect, then removed; finish_loading rejects what is left.
     with shardy.unregistered_dialects(context, has_sdy):
         module = _parse_module(prepared, context, filename)
+    reject_undecodable_attribute_names(module, data, filename)
     shardy.finish_loading(module, filename, data, has_sdy)
     return module
 
@@ -193,6 +253,7 @@ def load_module(
                 if is_undecodable_diagnostic(error):
                     raise undecodable_diagnostic_error(data, str(path)) from None
                 raise ShloError(f"could not parse {path}: {error}") from None
+            reject_undecodable_attribute_names(module, data, str(path))
             shardy.finish_loading(module, str(path), data, has_sdy)
             return module
         return parse_module(data, context, str(path))

@@ -605,7 +605,7 @@ def _check_single_device(module: ir.Module, filename: str, has_sdy: bool) -> Non
                 )
         for named in _named_attributes(op):
             if named.name == "mhlo.sharding" and isinstance(named.attr, ir.StringAttr):
-                sharding = named.attr.value
+                sharding = named.attr.value_bytes.decode(errors="replace")
                 if not _is_single_device_hlo_sharding(sharding):
                     raise _error_at(
                         _multi_device(f"mhlo.sharding = {_quote(sharding)} in '{op.name}'"),
