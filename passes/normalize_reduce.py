@@ -5,7 +5,10 @@ Ours because upstream is missing: ``stablehlo-legalize-to-linalg`` leaves a
 ``reduce`` over a dimension of size 0 unconverted, and bufferization then
 fails with "op was not bufferized". A reduce over no dimensions combines each
 element with the init once, which is a reduce over a new trailing dimension of
-size 1. A reduce over an empty dimension yields its init everywhere.
+size 1. A reduce over an empty dimension yields its init everywhere. A
+``reduce_window`` whose negative padding trims a dimension below zero passes
+the verifier but makes upstream's lowering abort the process while it builds
+the ``pad``: it is refused here, at its location.
 
   %0 = stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = []
       : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
@@ -27,7 +30,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.ir_utils import create_value, ops_named
-from shlo.pass_framework import Pass
+from shlo.pass_framework import Pass, PassError
 
 
 def normalize_reduce(op: ir.Operation) -> None:
@@ -56,6 +59,21 @@ def normalize_reduce(op: ir.Operation) -> None:
             op.erase()
 
 
+def check_reduce_window_padding(op: ir.Operation) -> None:
+    if "padding" not in op.attributes:
+        return
+    shape = ir.RankedTensorType(op.operands[0].type).shape
+    padding = ir.DenseIntElementsAttr(op.attributes["padding"])
+    pairs = [(int(padding[2 * d]), int(padding[2 * d + 1])) for d in range(len(shape))]
+    for dimension, (size, (low, high)) in enumerate(zip(shape, pairs)):
+        if size + low + high < 0:
+            raise PassError(
+                op.location,
+                f"expected padding that leaves dimension {dimension} a size of at least 0, "
+                f"got {size} + ({low}) + ({high})",
+            )
+
+
 @dataclass(frozen=True)
 class NormalizeReducePass(Pass):
     """Rewrite reduces over no dimensions or over empty dimensions into forms upstream lowers."""
@@ -63,5 +81,8 @@ class NormalizeReducePass(Pass):
     argument: ClassVar[str] = "shlo-normalize-reduce"
 
     def run(self, module: ir.Operation) -> None:
-        for op in ops_named(module, "stablehlo.reduce"):
-            normalize_reduce(op)
+        for op in ops_named(module, "stablehlo.reduce", "stablehlo.reduce_window"):
+            if op.name == "stablehlo.reduce":
+                normalize_reduce(op)
+            else:
+                check_reduce_window_padding(op)

@@ -1,4 +1,4 @@
-// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-normalize-reduce)' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(shlo-normalize-reduce)' | FileCheck %s
 
 // CHECK-LABEL: func @no_dimensions
 // CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[I:.+]]: tensor<2x3xi32>)
@@ -36,4 +36,31 @@ func.func @ordinary(%x: tensor<2x3xf32>, %init: tensor<f32>) -> tensor<2xf32> {
   // CHECK: stablehlo.reduce(%{{.+}} init: %{{.+}}) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>)
   %r = stablehlo.reduce(%x init: %init) applies stablehlo.add across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
   return %r : tensor<2xf32>
+}
+
+// -----
+
+// The verifier accepts padding that trims the input below nothing; upstream's
+// lowering then aborts the process building the pad (found by the fuzzer).
+func.func @over_trimmed_window(%x: tensor<5xf32>, %init: tensor<f32>) -> tensor<0xf32> {
+  // expected-error@+1 {{expected padding that leaves dimension 0 a size of at least 0, got 5 + (-3) + (-3)}}
+  %r = "stablehlo.reduce_window"(%x, %init) <{padding = dense<[[-3, -3]]> : tensor<1x2xi64>, window_dimensions = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<5xf32>, tensor<f32>) -> tensor<0xf32>
+  return %r : tensor<0xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @trimmed_window
+func.func @trimmed_window(%x: tensor<5xf32>, %init: tensor<f32>) -> tensor<1xf32> {
+  // CHECK: stablehlo.reduce_window
+  %r = "stablehlo.reduce_window"(%x, %init) <{padding = dense<[[-2, -2]]> : tensor<1x2xi64>, window_dimensions = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<5xf32>, tensor<f32>) -> tensor<1xf32>
+  return %r : tensor<1xf32>
 }
