@@ -5,6 +5,8 @@ turn composites into calls, refine the arguments of @main to ``types``, check JA
 propagate shapes, replace dynamic ops by static ones, inline JAX's wrapper
 functions, fold what is left and verify that nothing dynamic remains. Without
 ``types`` the argument types are kept and only their consequences refined.
+The function refined is @main, or the module's only function; a module with
+neither (several functions, or functions only in nested modules) is an error.
 
   func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
     %cst = stablehlo.constant dense<1.0> : tensor<f32>
@@ -24,10 +26,47 @@ functions, fold what is left and verify that nothing dynamic remains. Without
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo.pass_framework import PassPipeline
+from shlo._mlir_compat import ir
+from shlo.pass_framework import Pass, PassError, PassPipeline
+
+
+@dataclass(frozen=True)
+class RefinementTargetCheck(Pass):
+    """Fail, at the module, unless it has @main or exactly one function at its top level.
+
+    StableHLO's refinement passes refine that function; without one, refine-shapes
+    fails without a diagnostic and refine-arguments with a message that names no file.
+    """
+
+    argument: ClassVar[str] = "shlo-remove-dynamism"
+
+    def __str__(self) -> str:
+        return "(check: the module has @main or exactly one function at its top level)"
+
+    def run(self, module: ir.Operation) -> None:
+        top_level = list(module.regions[0].blocks[0].operations)
+        # Printed, not decoded: a name may not be valid UTF-8 (@"a\FF").
+        printed = [
+            str(op.attributes["sym_name"]) for op in top_level if op.operation.name == "func.func"
+        ]
+        names = [name[1:-1] if re.fullmatch(r'"[\w.$-]+"', name) else name for name in printed]
+        if "main" in names or len(names) == 1:
+            return
+        expected = (
+            "shlo-remove-dynamism refines @main, or the only function, of the top-level "
+            "module: expected a function @main or exactly one function there"
+        )
+        if names:
+            listed = ", ".join(f"@{name}" for name in names[:5])
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            raise PassError(module.location, f"{expected}, found {listed}{more}")
+        nested = any(op.operation.name == "builtin.module" for op in top_level)
+        found = "only nested modules, whose functions are not refined" if nested else "none"
+        raise PassError(module.location, f"{expected}, found {found}")
 
 
 @dataclass(frozen=True)
@@ -37,11 +76,15 @@ class RemoveDynamismPass(PassPipeline):
     argument: ClassVar[str] = "shlo-remove-dynamism"
     types: tuple[str, ...] = ()
 
-    def elements(self) -> list[str]:
+    def elements(self) -> list[str | Pass]:  # type: ignore[override]
         # Composites (JAX's chlo.top_k, say) become calls to their decompositions,
         # which refine-shapes specializes like any callee; it cannot refine a
         # composite's decomposition in place.
-        steps = ["func.func(stablehlo-legalize-composite-to-call)"]
+        steps: list[str | Pass] = [
+            # Its own error for a module refinement cannot work on.
+            RefinementTargetCheck(),
+            "func.func(stablehlo-legalize-composite-to-call)",
+        ]
         if self.types:
             # Replace @main's argument types; shapes are not propagated yet.
             steps.append("stablehlo-refine-arguments{types=" + ",".join(self.types) + "}")

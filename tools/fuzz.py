@@ -17,6 +17,9 @@ still running at the time limit: a mutated loop) or one of the bad classes: ``ho
 died: signal, abort), ``traceback`` (a "Traceback" or "internal error" in the
 output, exit status 3, or an unexpected exception), ``hang`` (past the time
 limit) and ``unlocated`` (a text input got an error without ``file:line:col``).
+A bad run listed in test/fuzz_expected_failures.txt (an upstream bug) is
+``expected`` instead. The host runs with SHLO_COMPILE_TIMEOUT below the time
+limit, so a worker request that reaches the tools' own limit is a clean error.
 Bad runs are saved under ``--out`` with the input, the command and the output;
 the exit status is 1 when there was any. See docs/fuzzing.md.
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import io
 import json
 import math
@@ -53,8 +57,24 @@ DEFAULT_SEED_DIRS = (
     ROOT / "test" / "passes",
 )
 
-CLASSES = ("ok", "clean_error", "slow_program", "host_death", "traceback", "hang", "unlocated")
+CLASSES = (
+    "ok",
+    "clean_error",
+    "slow_program",
+    "expected",
+    "host_death",
+    "traceback",
+    "hang",
+    "unlocated",
+)
 BAD_CLASSES = ("host_death", "traceback", "hang", "unlocated")
+
+# Known failures outside shlo (upstream MLIR bugs): see load_expected_failures.
+EXPECTED_FAILURES = ROOT / "test" / "fuzz_expected_failures.txt"
+# The tools' own time limit per worker request (SHLO_COMPILE_TIMEOUT) is this
+# share of the fuzzer's limit per run: a run may make two or three requests,
+# and a request that reaches it is a clean error ("timed out"), not a hang.
+WORKER_TIMEOUT_SHARE = 1 / 3
 
 # The host's address space is capped so that a program asking for a huge
 # buffer fails (and is reported) instead of exhausting the shared machine.
@@ -130,7 +150,10 @@ def load_seeds(directories: tuple[Path, ...]) -> list[Seed]:
         functions = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
-                symbol = ir.StringAttr(op.attributes["sym_name"]).value
+                try:
+                    symbol = ir.StringAttr(op.attributes["sym_name"]).value
+                except RuntimeError:  # not valid UTF-8 (@"a\FF"): cannot be an --entry
+                    continue
                 functions[symbol] = ir.FunctionType(
                     ir.TypeAttr(op.attributes["function_type"]).value
                 )
@@ -758,6 +781,7 @@ class Host:
         self.stderr = tempfile.TemporaryFile()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, sys.path))
+        env["SHLO_COMPILE_TIMEOUT"] = f"{self.timeout * WORKER_TIMEOUT_SHARE:g}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "shlo.tools.fuzz", "--host", self.directory],
             stdin=subprocess.PIPE,
@@ -836,6 +860,44 @@ class Host:
             self.process = None
 
 
+# ---------------------------------------------------------------- expected failures
+
+
+@dataclass(frozen=True)
+class ExpectedFailure:
+    """A known failure outside shlo: its signature (a glob) and a regex its input matches."""
+
+    signature: str
+    input_pattern: re.Pattern[str]
+    reason: str
+
+    def matches(self, failure_signature: str, data: bytes) -> bool:
+        return fnmatch.fnmatchcase(failure_signature, self.signature) and bool(
+            self.input_pattern.search(data.decode("utf-8", errors="replace"))
+        )
+
+
+def load_expected_failures(path: Path) -> list[ExpectedFailure]:
+    """``signature glob | input regex | reason`` per line; ``#`` starts a comment line."""
+    if not path.is_file():
+        return []
+    entries = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [part.strip() for part in line.split(" | ")]
+        if len(fields) != 3 or not all(fields):
+            raise SystemExit(
+                f"{path}:{number}:1: error: expected 'signature glob | input regex | reason'"
+            )
+        try:
+            pattern = re.compile(fields[1])
+        except re.error as error:
+            raise SystemExit(f"{path}:{number}:1: error: bad input regex: {error}") from None
+        entries.append(ExpectedFailure(fields[0], pattern, fields[2]))
+    return entries
+
+
 # ---------------------------------------------------------------- the campaign
 
 
@@ -850,6 +912,8 @@ class Report:
     _input_sizes: dict[str, int] = field(default_factory=dict)
     target_seconds: dict[str, float] = field(default_factory=dict)
     slowest: list[tuple[float, str, str]] = field(default_factory=list)
+    # Runs per expected failure (by its signature glob), zero when never seen.
+    expected: dict[str, int] = field(default_factory=dict)
     host_starts: int = 0
     seconds: float = 0.0
 
@@ -889,6 +953,10 @@ class Report:
                 + ", ".join(f"{t} {s:.0f}" for t, s in sorted(self.target_seconds.items()))
                 + "\nslowest runs: "
                 + ", ".join(f"{t} {m} {s} s" for s, t, m in reversed(self.slowest)),
+                "expected failures (test/fuzz_expected_failures.txt), runs each:\n"
+                + "\n".join(f"  {count:>4}  {glob}" for glob, count in self.expected.items())
+                if self.expected
+                else "expected failures: none listed",
                 "distinct failures:\n"
                 + "\n".join(f"  {s}\n    -> {d}" for s, d in self.signatures.items())
                 if self.signatures
@@ -926,7 +994,13 @@ def save_case(
 
 
 def fuzz(
-    cases: int, seed: int, out: Path, timeout: float, all_targets: bool, seed_dirs: tuple[Path, ...]
+    cases: int,
+    seed: int,
+    out: Path,
+    timeout: float,
+    all_targets: bool,
+    seed_dirs: tuple[Path, ...],
+    expected: list[ExpectedFailure] | None = None,
 ) -> Report:
     from shlo._mlir_compat import current_version
 
@@ -935,7 +1009,7 @@ def fuzz(
         raise SystemExit("fuzz: error: no seed program parsed")
     version = current_version()
     rng = random.Random(seed)
-    report = Report()
+    report = Report(expected={entry.signature: 0 for entry in expected or ()})
     host = Host(timeout)
     start = time.perf_counter()
     try:
@@ -966,8 +1040,16 @@ def fuzz(
                     "is_text": mutant.is_text,
                 }
                 reply = host.run(request)
+                if reply["class"] in BAD_CLASSES:
+                    failure = signature(reply["class"], target, reply["output"])
+                    known = next(
+                        (e for e in expected or () if e.matches(failure, mutant.data)), None
+                    )
+                    if known is not None:
+                        report.expected[known.signature] += 1
+                        reply = {**reply, "class": "expected"}
                 report.add(mutation, target, reply["class"], reply["seconds"])
-                if reply["class"] == "slow_program":  # saved for review, not a failure
+                if reply["class"] in ("slow_program", "expected"):  # for review, not failures
                     save_case(out, index, reply, request, mutation, chosen)
                 if reply["class"] in BAD_CLASSES:
                     directory = save_case(out, index, reply, request, mutation, chosen)
@@ -1005,6 +1087,12 @@ def make_parser() -> argparse.ArgumentParser:
         type=Path,
         help="directory of seed .mlir files (repeatable; default: the repository's)",
     )
+    parser.add_argument(
+        "--expected-failures",
+        type=Path,
+        default=EXPECTED_FAILURES,
+        help="known upstream failures, reported as 'expected' (default: %(default)s)",
+    )
     parser.add_argument("--host", metavar="DIR", type=Path, help=argparse.SUPPRESS)
     return parser
 
@@ -1019,7 +1107,8 @@ def main(argv: list[str] | None = None) -> int:
     seed_dirs = (
         tuple(args.seeds) if args.seeds else tuple(d for d in DEFAULT_SEED_DIRS if d.is_dir())
     )
-    report = fuzz(args.cases, args.seed, out, args.timeout, args.all_targets, seed_dirs)
+    expected = load_expected_failures(args.expected_failures)
+    report = fuzz(args.cases, args.seed, out, args.timeout, args.all_targets, seed_dirs, expected)
     summary = {
         "runs": report.runs,
         "bad": report.bad,
@@ -1031,6 +1120,7 @@ def main(argv: list[str] | None = None) -> int:
         "slowest": report.slowest,
         "target_seconds": {name: round(t, 1) for name, t in report.target_seconds.items()},
         "signatures": report.signatures,
+        "expected": report.expected,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     print(report.summary())

@@ -210,7 +210,7 @@ def crash_cause(summary: str) -> str:
     if match:
         return f"crashed ({match.group(1)})"
     match = re.search(r"timed out after [^ ]+ s", summary)
-    return match.group(0) if match else summary
+    return f"{match.group(0)} (the limit is SHLO_COMPILE_TIMEOUT)" if match else summary
 
 
 def deepest_nesting(text: str) -> tuple[int, int, int]:

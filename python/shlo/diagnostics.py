@@ -124,7 +124,11 @@ def convert(diagnostic: ir.Diagnostic | ir.DiagnosticInfo, filename: str = "") -
         file = match.group(1)
         if file == "-" and filename:
             file = filename
-        file_fields = {"file": file, "line": int(match.group(2)), "column": int(match.group(3))}
+        line, column = int(match.group(2)), int(match.group(3))
+        if line == 0:
+            # file:0:0 is the implicit top-level module of a file, which starts at 1:1.
+            line, column = 1, 1
+        file_fields = {"file": file, "line": line, "column": column}
     else:
         name = re.search(r'loc\("([^"]*)"', location)
         # Never the raw loc(...) text: the file name, or <unknown> when there is none.

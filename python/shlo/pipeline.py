@@ -13,6 +13,7 @@ import difflib
 import functools
 import importlib.resources
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir, passmanager
@@ -84,10 +85,13 @@ def make_pass(name: str, options: str = "") -> Pass:
         raise PipelineError(f"bad options for '{name}': {error}") from None
 
 
-def expand(elements: list[str]) -> list[str | Pass]:
+def expand(elements: Sequence[str | Pass]) -> list[str | Pass]:
     """Pipeline elements with shlo passes instantiated and shlo pipelines expanded."""
     expanded: list[str | Pass] = []
     for element in elements:
+        if isinstance(element, Pass):  # a step a shlo pipeline made itself
+            expanded.append(element)
+            continue
         name = element_name(element)
         if name in PASSES:
             instance = make_pass(name, _options_of(element))
@@ -157,6 +161,21 @@ def run_pipeline(module: ir.Module, pipeline: str | list[str], filename: str = "
         except ir.MLIRError as error:
             collector.add_error(error)
             errors = [d for d in collector.diagnostics if d.severity == "error"]
+            if not errors:
+                # Some upstream passes signal failure without a diagnostic (e.g.
+                # stablehlo-refine-shapes on a module without functions): say
+                # so at the module rather than print MLIR's bare "Failure ...".
+                with context:
+                    module.operation.location.emit_error(
+                        "the pass pipeline failed without saying why (an upstream pass "
+                        f"gave no diagnostic); pipeline: {_pipeline_text(pipeline)}"
+                    )
+                errors = [d for d in collector.diagnostics if d.severity == "error"]
             raise ShloError(
                 errors[0].message if errors else str(error), collector.diagnostics
             ) from None
+
+
+def _pipeline_text(pipeline: str | list[str], limit: int = 300) -> str:
+    text = pipeline if isinstance(pipeline, str) else ",".join(pipeline)
+    return text if len(text) <= limit else text[:limit] + "..."

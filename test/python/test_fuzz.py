@@ -48,6 +48,17 @@ def test_seed_programs_parse_and_run() -> None:
         assert seed.bytecode.startswith(b"ML\xefR")
 
 
+def test_seeds_skip_function_names_that_are_not_utf8(tmp_path: Path) -> None:
+    """Such a function cannot be an --entry; the rest of its file still makes seeds."""
+    body = "(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x : tensor<2xf32>\n}\n"
+    (tmp_path / "names.mlir").write_text(
+        f'func.func private @"a\\FFdd"{body}func.func @main{body}'
+        f'// -----\nfunc.func @"only\\FF"{body}'
+    )
+    (seed,) = fuzz.load_seeds((tmp_path,))
+    assert seed.name == "names.mlir#0" and seed.entry == "main"
+
+
 def test_structural_mutations() -> None:
     rng = random.Random(0)
     assert fuzz.deep_modules(SEED, rng).data.count(b"module {") == 6000
@@ -109,6 +120,50 @@ def test_host_survives_death_hang_and_traceback() -> None:
     assert not Path(host.directory).exists()
 
 
+# Bit-flipped bytecode on which MLIR's bytecode reader loops forever (found by the fuzzer).
+LOOPING_BYTECODE = Path(__file__).parent / "fuzz_regressions" / "looping_reader.mlirbc"
+
+
+@pytest.mark.parametrize(
+    ("target", "argv"),
+    [
+        ("opt-portable-artifact", ["{input}", "--emit-portable-artifact", "-o", "{output}"]),
+        ("run-interpreter", ["{input}", "--target=interpreter", "--input=4xi1=0"]),
+        ("compile", ["--entry=main"]),
+    ],
+)
+def test_worker_time_limit_is_a_clean_error(target: str, argv: list[str]) -> None:
+    """The host's tools stop a looping worker at SHLO_COMPILE_TIMEOUT, within the run's limit."""
+    host = fuzz.Host(timeout=9)  # the worker's limit is 3 s
+    request = {"target": target, "argv": argv, "data": LOOPING_BYTECODE.read_bytes()}
+    try:
+        reply = host.run({**request, "is_text": False})
+    finally:
+        host.close()
+    assert reply["class"] == "clean_error", reply["output"]
+    assert reply["code"] == 1 and "timed out after 3 s" in reply["output"]
+    assert len(reply["output"].strip().splitlines()) == 1, reply["output"]
+
+
+def test_expected_failures_need_signature_and_input(tmp_path: Path) -> None:
+    listed = tmp_path / "expected.txt"
+    listed.write_text(
+        "# a comment\n\nunlocated *: *crashed (SIGSEGV)* | array<i64: -\\d | an upstream bug\n"
+    )
+    (entry,) = fuzz.load_expected_failures(listed)
+    assert entry.reason == "an upstream bug"
+    crash = fuzz.signature("unlocated", "run-cpu", "shlo-run: error: it crashed (SIGSEGV) on x")
+    assert entry.matches(crash, b"dims = array<i64: -1>")
+    assert not entry.matches(crash, b"dims = array<i64: 1>"), "another input that crashes"
+    other = fuzz.signature("unlocated", "run-cpu", "shlo-run: error: it crashed (SIGABRT) on x")
+    assert not entry.matches(other, b"dims = array<i64: -1>")
+    listed.write_text("unlocated *: no reason given\n")
+    with pytest.raises(SystemExit, match=r"expected.txt:1:1: error: expected 'signature glob"):
+        fuzz.load_expected_failures(listed)
+    # The repository's list parses, and each entry says why it is there.
+    assert all(e.reason for e in fuzz.load_expected_failures(fuzz.EXPECTED_FAILURES))
+
+
 def test_500_cases_seed_0(tmp_path: Path) -> None:
     """The CI campaign: no host death, traceback, hang or unlocated error."""
     options = ["--cases", "500", "--seed", "0", "--out", str(tmp_path)]
@@ -126,3 +181,6 @@ def test_500_cases_seed_0(tmp_path: Path) -> None:
     bad = {kind: summary["classes"].get(kind, 0) for kind in fuzz.BAD_CLASSES}
     assert bad == dict.fromkeys(fuzz.BAD_CLASSES, 0), result.stdout[-20_000:]
     assert result.returncode == 0, result.stderr[-5000:]
+    # An expected failure that no longer occurs is fixed: remove it from the list.
+    fixed = [glob for glob, runs in summary["expected"].items() if runs == 0]
+    assert not fixed, f"no longer occur; remove from {fuzz.EXPECTED_FAILURES}: {fixed}"
