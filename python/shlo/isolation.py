@@ -68,6 +68,14 @@ class _Timeout(Exception):
     pass
 
 
+class _Crashed(Exception):
+    """The worker died during an exchange, after serving ``served`` earlier requests."""
+
+    def __init__(self, signal: str, last_words: str, served: int) -> None:
+        super().__init__(signal)
+        self.signal, self.last_words, self.served = signal, last_words, served
+
+
 def _read_exactly(fd: int, size: int, deadline: float) -> bytes:
     """``size`` bytes from ``fd``; EOFError when it closes, _Timeout past ``deadline``."""
     chunks = []
@@ -108,6 +116,7 @@ class Worker:
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
         self._ids = itertools.count(1)
+        self._served = 0  # requests the current process has answered
 
     @property
     def pid(self) -> int | None:
@@ -143,42 +152,57 @@ class Worker:
         """
         limit = default_timeout() if timeout is None else timeout
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._process = self._start()
-            process = self._process
-            assert process.stdin is not None and process.stdout is not None
-            request_id = next(self._ids)
-            try:
-                write_message(process.stdin, {"id": request_id, "task": task, **request})
-                reply_id, status, payload = _read_reply(
-                    process.stdout.fileno(), time.monotonic() + limit
-                )
-                if reply_id != request_id:
-                    raise ShloError(
-                        f"worker protocol error: reply {reply_id!r} to request {request_id}"
-                    )
-            except (EOFError, BrokenPipeError, OSError, pickle.UnpicklingError, ValueError):
-                self._discard()
-                raise ShloError(
-                    f"the {task} process crashed ({_signal_name(process.returncode)}) on "
-                    f"{request.get('filename', 'the module')}: {self._last_words()}"
-                ) from None
-            except _Timeout:
-                self._discard()
-                raise ShloError(
-                    f"the {task} process timed out after {limit:g} s on "
-                    f"{request.get('filename', 'the module')} (raise the limit with "
-                    "timeout= or SHLO_COMPILE_TIMEOUT)"
-                ) from None
-            except BaseException:
-                # KeyboardInterrupt included: the reply to this request may
-                # still arrive, so this worker can never be trusted again.
-                self._discard()
-                raise
+            while True:
+                if self._process is None or self._process.poll() is not None:
+                    self._process, self._served = self._start(), 0
+                try:
+                    status, payload = self._exchange(task, limit, request)
+                    break
+                except _Crashed as crash:
+                    # Corrupt input can damage a worker's heap and still end
+                    # in a clean error; the next request then crashes. Only a
+                    # crash in a fresh worker is this request's own.
+                    if crash.served == 0:
+                        raise ShloError(
+                            f"the {task} process crashed ({crash.signal}) on "
+                            f"{request.get('filename', 'the module')}: {crash.last_words}"
+                        ) from None
+            self._served += 1
         if status == "error":
             message, diagnostics = payload
             raise ShloError(message, diagnostics)
         return payload
+
+    def _exchange(self, task: str, limit: float, request: dict[str, Any]) -> tuple[str, Any]:
+        """One request and its reply (lock held); any failure discards the worker."""
+        process = self._process
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        request_id = next(self._ids)
+        try:
+            write_message(process.stdin, {"id": request_id, "task": task, **request})
+            reply_id, status, payload = _read_reply(
+                process.stdout.fileno(), time.monotonic() + limit
+            )
+            if reply_id != request_id:
+                raise ShloError(
+                    f"worker protocol error: reply {reply_id!r} to request {request_id}"
+                )
+        except (EOFError, BrokenPipeError, OSError, pickle.UnpicklingError, ValueError):
+            self._discard()
+            raise _Crashed(_signal_name(process.returncode), self._last_words(), self._served)
+        except _Timeout:
+            self._discard()
+            raise ShloError(
+                f"the {task} process timed out after {limit:g} s on "
+                f"{request.get('filename', 'the module')} (raise the limit with "
+                "timeout= or SHLO_COMPILE_TIMEOUT)"
+            ) from None
+        except BaseException:
+            # KeyboardInterrupt included: the reply to this request may
+            # still arrive, so this worker can never be trusted again.
+            self._discard()
+            raise
+        return status, payload
 
     def _discard(self) -> None:
         """Kill the worker (lock held); the next request starts a fresh one."""

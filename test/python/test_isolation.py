@@ -102,6 +102,24 @@ def test_timeout_kills_the_worker(worker: Worker) -> None:
     assert worker.call("echo", value=3) == 3
 
 
+def test_input_that_corrupts_the_worker_does_not_fail_the_next_request() -> None:
+    # A bit-flipped artifact (found by the fuzzer) ends in a clean error but
+    # leaves the worker's heap corrupt; the next request used to crash there
+    # ("unaligned tcache chunk detected") and was blamed for it.
+    poison = (Path(__file__).parent / "fuzz_regressions" / "heap_poison.mlirbc").read_bytes()
+    worker = Worker()
+    try:
+        # The damage shows only sometimes: several rounds.
+        for _ in range(5):
+            # A clean error, or a crash of its own when the damage shows at once.
+            with pytest.raises(shlo.ShloError, match=r"end of the bytecode|crashed"):
+                worker.call("inspect", source=poison, entry="main", filename="poison")
+            signature = worker.call("inspect", source=NEGATE, entry="main", filename="negate")
+            assert signature.params == [((3,), "f32")]
+    finally:
+        worker.close()
+
+
 def test_worker_memory_is_limited(monkeypatch, worker: Worker) -> None:
     # Runaway input once grew a worker to 24 GB; past its limit it dies instead.
     monkeypatch.setenv("SHLO_WORKER_MEMORY", str(400 << 20))
