@@ -25,7 +25,7 @@ from shlo.diagnostics import (
     undecodable_diagnostic_error,
 )
 from shlo.io import module_to_bytecode, module_to_portable_artifact, parse_module
-from shlo.pipeline import PipelineError, build_pass_manager
+from shlo.pipeline import PipelineError, build_pass_manager, explain_silent_failure
 from shlo.shardy import mentions_sdy
 
 
@@ -122,6 +122,7 @@ def process_chunk(chunk: Chunk, config: OptConfig) -> ChunkResult:
     """Parse ``chunk``, run the pipeline and render; every failure becomes a ChunkResult."""
     session = _session_for(config)
     with collect_diagnostics(session.context, chunk.filename) as collector:
+        module = None
         try:
             module = _parse(chunk, session.context)
             if session.pm is not None:
@@ -129,6 +130,8 @@ def process_chunk(chunk: Chunk, config: OptConfig) -> ChunkResult:
             output = _render(module, config)
         except ir.MLIRError as error:
             collector.add_error(error)
+            if module is not None:
+                explain_silent_failure(module, collector, config.elements)
             return ChunkResult(diagnostics=tuple(collector.diagnostics), summary=str(error))
         except ShloError as error:
             found = collector.diagnostics + error.diagnostics

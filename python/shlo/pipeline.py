@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir, passmanager
-from shlo.diagnostics import ShloError, collect_diagnostics
+from shlo.diagnostics import DiagnosticCollector, ShloError, collect_diagnostics
 from shlo.pass_framework import OptionError, Pass, PassPipeline, split_top_level
 from shlo.passes import PASSES
 
@@ -160,22 +160,31 @@ def run_pipeline(module: ir.Module, pipeline: str | list[str], filename: str = "
             pm.run(module.operation)
         except ir.MLIRError as error:
             collector.add_error(error)
+            explain_silent_failure(module, collector, pipeline)
             errors = [d for d in collector.diagnostics if d.severity == "error"]
-            if not errors:
-                # Some upstream passes signal failure without a diagnostic (e.g.
-                # stablehlo-refine-shapes on a module without functions): say
-                # so at the module rather than print MLIR's bare "Failure ...".
-                with context:
-                    module.operation.location.emit_error(
-                        "the pass pipeline failed without saying why (an upstream pass "
-                        f"gave no diagnostic); pipeline: {_pipeline_text(pipeline)}"
-                    )
-                errors = [d for d in collector.diagnostics if d.severity == "error"]
             raise ShloError(
                 errors[0].message if errors else str(error), collector.diagnostics
             ) from None
 
 
-def _pipeline_text(pipeline: str | list[str], limit: int = 300) -> str:
+def explain_silent_failure(
+    module: ir.Module, collector: DiagnosticCollector, pipeline: str | Sequence[str]
+) -> None:
+    """Say at the module that the pipeline failed, when no pass said anything.
+
+    Some upstream passes signal failure without a diagnostic (e.g.
+    stablehlo-refine-shapes on a module without functions), and MLIR's own
+    "Failure while executing pass pipeline" names neither a pass nor a place.
+    """
+    if any(d.severity == "error" for d in collector.diagnostics):
+        return
+    with module.context:
+        module.operation.location.emit_error(
+            "the pass pipeline failed without saying why (an upstream pass "
+            f"gave no diagnostic); pipeline: {_pipeline_text(pipeline)}"
+        )
+
+
+def _pipeline_text(pipeline: str | Sequence[str], limit: int = 300) -> str:
     text = pipeline if isinstance(pipeline, str) else ",".join(pipeline)
     return text if len(text) <= limit else text[:limit] + "..."
