@@ -20,7 +20,7 @@ from typing import Any
 
 from shlo.diagnostics import ShloError
 from shlo.interpreter import interpret
-from shlo.isolation import read_message, write_message
+from shlo.isolation import positive_setting, read_message, write_message
 from shlo.lowering import inspect_entry, lower_to_object
 from shlo.opt_task import opt
 from shlo.refine import refine_to_bytecode
@@ -73,9 +73,9 @@ def memory_limit() -> int:
     allocation fails and the worker dies, before the OOM killer picks a victim
     that may be the host.
     """
-    text = os.environ.get("SHLO_WORKER_MEMORY")
-    if text:
-        return int(text)
+    value = positive_setting("SHLO_WORKER_MEMORY", int, "bytes")
+    if value is not None:
+        return int(value)
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 3 // 4
 
 
@@ -88,7 +88,7 @@ def _limit_memory() -> None:
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-    except (ValueError, OSError):
+    except (ValueError, OSError, ShloError):
         pass  # not settable here: the host's byte limit still applies
 
 

@@ -33,18 +33,23 @@ _HEADER = struct.Struct("<Q")
 DEFAULT_TIMEOUT = 600.0
 
 
+def positive_setting(name: str, kind: type[int] | type[float], unit: str) -> int | float | None:
+    """The positive number in environment variable ``name``, or None when it is unset."""
+    text = os.environ.get(name)
+    if not text:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ShloError(f"{name}={text!r}: expected a number of {unit}") from None
+    if value <= 0:
+        raise ShloError(f"{name}={text!r}: expected a positive number of {unit}")
+    return value
+
+
 def default_timeout() -> float:
     """SHLO_COMPILE_TIMEOUT (seconds) when set, else DEFAULT_TIMEOUT."""
-    text = os.environ.get("SHLO_COMPILE_TIMEOUT")
-    if not text:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        raise ShloError(f"SHLO_COMPILE_TIMEOUT={text!r}: expected a number of seconds") from None
-    if value <= 0:
-        raise ShloError(f"SHLO_COMPILE_TIMEOUT={text!r}: expected a positive number of seconds")
-    return value
+    return positive_setting("SHLO_COMPILE_TIMEOUT", float, "seconds") or DEFAULT_TIMEOUT
 
 
 def write_message(stream: BinaryIO, message: Any) -> None:

@@ -18,6 +18,7 @@ from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import Diagnostic, ShloError, collect_diagnostics
 from shlo.io import load_module, module_to_bytecode
 from shlo.ir_utils import ops_named
+from shlo.isolation import positive_setting
 from shlo.pipeline import run_pipeline
 from shlo.runtime import compile_object
 
@@ -56,20 +57,14 @@ Params = list[tuple[tuple[int | None, ...], str]]
 
 def default_max_bytes() -> int:
     """SHLO_MAX_BYTES when set, else DEFAULT_MAX_BYTES or half the physical memory."""
-    text = os.environ.get("SHLO_MAX_BYTES")
-    if not text:
-        try:
-            physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            return DEFAULT_MAX_BYTES
-        return min(DEFAULT_MAX_BYTES, physical // 2)
+    value = positive_setting("SHLO_MAX_BYTES", int, "bytes")
+    if value is not None:
+        return int(value)
     try:
-        value = int(text)
-    except ValueError:
-        raise ShloError(f"SHLO_MAX_BYTES={text!r}: expected a number of bytes") from None
-    if value <= 0:
-        raise ShloError(f"SHLO_MAX_BYTES={text!r}: expected a positive number of bytes")
-    return value
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return DEFAULT_MAX_BYTES
+    return min(DEFAULT_MAX_BYTES, physical // 2)
 
 
 @dataclass(frozen=True)
