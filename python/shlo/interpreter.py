@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from shlo._mlir_compat import eval_module, ir
+from shlo.collectives import COLLECTIVES
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import load_module
@@ -32,17 +33,7 @@ _FRONTEND = [
 
 # Ops the interpreter runs only under interpreter.run_parallel, which
 # shlo-run does not use; outside it they abort or crash the process.
-_NEEDS_REPLICAS = (
-    "stablehlo.all_gather",
-    "stablehlo.all_reduce",
-    "stablehlo.all_to_all",
-    "stablehlo.collective_broadcast",
-    "stablehlo.collective_permute",
-    "stablehlo.collective_reduce",
-    "stablehlo.partition_id",
-    "stablehlo.reduce_scatter",
-    "stablehlo.replica_id",
-)
+_NEEDS_REPLICAS = (*COLLECTIVES, "stablehlo.partition_id", "stablehlo.replica_id")
 _NEEDS_CHANNELS = ("stablehlo.infeed", "stablehlo.outfeed", "stablehlo.recv", "stablehlo.send")
 # Element types numpy reads from and writes to a DenseElementsAttr directly;
 # the others (bf16, the fp8 family, sub-byte types) go through their bits.
