@@ -18,6 +18,7 @@ from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
 from shlo.passes.fold_tuples import FoldTuplesPass
 from shlo.passes.fuse_elementwise_by_indexing import FuseElementwiseByIndexingPass
 from shlo.passes.fuse_elementwise_trees import FuseElementwiseTreesPass
+from shlo.passes.guard_integer_division import GuardIntegerDivisionPass
 from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
 from shlo.passes.legalize_broadcasts import LegalizeBroadcastsPass
 from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
@@ -60,6 +61,7 @@ PASSES: dict[str, type[Pass]] = {
     FoldTuplesPass.argument: FoldTuplesPass,
     FuseElementwiseByIndexingPass.argument: FuseElementwiseByIndexingPass,
     FuseElementwiseTreesPass.argument: FuseElementwiseTreesPass,
+    GuardIntegerDivisionPass.argument: GuardIntegerDivisionPass,
     LegalizeBroadcastsPass.argument: LegalizeBroadcastsPass,
     LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,
     LowerCholeskyPass.argument: LowerCholeskyPass,
