@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, string_value
 from shlo.pass_framework import Pass, PassError
 
 _UNLOWERED_DIALECTS = ("stablehlo.", "chlo.")
@@ -29,9 +29,7 @@ def _is_unlowered(op: ir.Operation) -> bool:
 
 def unsupported_message(op: ir.Operation, target: str) -> str:
     if op.name == "stablehlo.custom_call":
-        callee = ir.StringAttr(op.attributes["call_target_name"]).value_bytes.decode(
-            errors="replace"
-        )
+        callee = string_value(op.attributes["call_target_name"])
         return (
             f"custom call @{callee} is not supported on target {target}: "
             "no handler is registered for it"

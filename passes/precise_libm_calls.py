@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, string_value
 from shlo.pass_framework import Pass
 
 # (math op, element type) -> C function.
@@ -34,7 +34,7 @@ def _declare(module: ir.Operation, name: str, type_: str, declared: set[str]) ->
     if name in declared:
         return
     existing = {
-        ir.StringAttr(op.attributes["sym_name"]).value
+        string_value(op.attributes["sym_name"])
         for op in module.regions[0].blocks[0].operations
         if op.operation.name == "func.func"
     }

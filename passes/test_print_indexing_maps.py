@@ -33,7 +33,7 @@ from shlo.analysis.indexing import (
     input_to_output,
     output_to_input,
 )
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, string_value
 from shlo.pass_framework import Pass
 
 
@@ -88,7 +88,7 @@ class TestPrintIndexingMapsPass(Pass):
         for func in ops_named(module, "func.func"):
             if len(func.regions[0].blocks) == 0:
                 continue  # a declaration
-            name = ir.StringAttr(func.attributes["sym_name"]).value
+            name = string_value(func.attributes["sym_name"])
             lines.append(f"indexing maps of @{name}")
             block = func.regions[0].blocks[0]
             for op in list(block.operations)[:-1]:  # the terminator has no maps

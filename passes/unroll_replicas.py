@@ -42,7 +42,7 @@ from shlo.collectives import (
     process_id_constant,
     rendezvous,
 )
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, string_value
 from shlo.pass_framework import Pass, PassError
 
 RUN_PARALLEL = "interpreter.run_parallel"
@@ -321,6 +321,6 @@ class UnrollReplicasPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         for call in ops_named(module, "stablehlo.custom_call"):
-            target = ir.StringAttr(call.attributes["call_target_name"]).value
+            target = string_value(call.attributes["call_target_name"])
             if target == RUN_PARALLEL:
                 _Unroller(call, _symbol_table_of(call)).unroll()

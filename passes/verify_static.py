@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import is_static, ops_named
+from shlo.ir_utils import is_static, ops_named, string_value
 from shlo.pass_framework import Pass, PassError
 
 
@@ -29,7 +29,7 @@ class VerifyStaticPass(Pass):
         for func in ops_named(module, "func.func"):
             if not func.regions[0].blocks:
                 continue
-            name = ir.StringAttr(func.attributes["sym_name"]).value
+            name = string_value(func.attributes["sym_name"])
             for index, argument in enumerate(func.regions[0].blocks[0].arguments):
                 if not is_static(argument.type):
                     raise PassError(

@@ -41,6 +41,7 @@ import numpy as np
 from shlo._mlir_compat import ir, new_context
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
+from shlo.ir_utils import string_value
 from shlo.lowering import lower_to_llvm
 from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
@@ -186,7 +187,7 @@ class Check:
 
 def _check_name(op: ir.Operation) -> str | None:
     if op.name == "stablehlo.custom_call":
-        target = ir.StringAttr(op.attributes["call_target_name"]).value
+        target = string_value(op.attributes["call_target_name"])
         if target.startswith("check."):
             return target[len("check.") :]
     return None
@@ -308,7 +309,7 @@ def _callee(op: ir.Operation) -> ir.Operation | None:
     for candidate in module.regions[0].blocks[0].operations:
         if (
             candidate.operation.name == "func.func"
-            and ir.StringAttr(candidate.attributes["sym_name"]).value == name
+            and string_value(candidate.attributes["sym_name"]) == name
         ):
             return candidate.operation
     return None
@@ -561,16 +562,13 @@ def _test_functions(module: ir.Module) -> list[str]:
             continue
         block = op.regions[0].blocks[0]
         if any(_check_name(inner) is not None for inner in block.operations):
-            names.append(ir.StringAttr(op.attributes["sym_name"]).value)
+            names.append(string_value(op.attributes["sym_name"]))
     return names
 
 
 def _function(module: ir.Module, name: str) -> ir.Operation:
     for op in module.body.operations:
-        if (
-            op.operation.name == "func.func"
-            and ir.StringAttr(op.attributes["sym_name"]).value == name
-        ):
+        if op.operation.name == "func.func" and string_value(op.attributes["sym_name"]) == name:
             return op.operation
     raise KeyError(name)
 

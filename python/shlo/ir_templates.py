@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, string_value
 
 TEMPLATE = "template"
 
@@ -66,7 +66,7 @@ def replace_with_template(
     template = next(
         f
         for f in ops_named(parsed.operation, "func.func")
-        if ir.StringAttr(f.attributes["sym_name"]).value == TEMPLATE
+        if string_value(f.attributes["sym_name"]) == TEMPLATE
     )
     block = template.regions[0].blocks[0]
     for argument, value in zip(block.arguments, op.operands):

@@ -165,3 +165,12 @@ def attribute_dict(op: ir.Operation) -> dict[str, ir.Attribute]:
     return {
         named.name: named.attr for named in (op.attributes[i] for i in range(len(op.attributes)))
     }
+
+
+def string_value(attribute: ir.Attribute) -> str:
+    """A string attribute's text; bytes that are not UTF-8 become replacement characters.
+
+    ``StringAttr.value`` raises a RuntimeError on them (corrupt or hostile
+    input), which would surface as an internal error.
+    """
+    return ir.StringAttr(attribute).value_bytes.decode(errors="replace")

@@ -17,7 +17,7 @@ from shlo._mlir_compat import ir, quant
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import Diagnostic, ShloError, collect_diagnostics
 from shlo.io import load_module, module_to_bytecode
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, string_value
 from shlo.isolation import positive_setting
 from shlo.pipeline import run_pipeline
 from shlo.runtime import compile_object
@@ -90,7 +90,7 @@ class EntrySignature:
 
 def symbol_name(op: ir.Operation | ir.OpView) -> str:
     """The op's sym_name; a name that is not valid UTF-8 gets replacement characters."""
-    return ir.StringAttr(op.attributes["sym_name"]).value_bytes.decode(errors="replace")
+    return string_value(op.attributes["sym_name"])
 
 
 def find_function(module: ir.Module, entry: str, filename: str = "") -> ir.Operation:

@@ -11,7 +11,7 @@ import numpy as np
 from shlo._mlir_compat import ir, new_context
 from shlo.dtypes import mlir_element_type
 from shlo.io import load_module, module_to_bytecode
-from shlo.ir_utils import tensor_type_text
+from shlo.ir_utils import string_value, tensor_type_text
 from shlo.isolation import shared_worker
 from shlo.lowering import error_at, symbol_name
 from shlo.pipeline import run_pipeline
@@ -49,7 +49,7 @@ def refine_to_bytecode(
         None,
     )
     if main is not None and "sym_visibility" in main.attributes:
-        if ir.StringAttr(main.attributes["sym_visibility"]).value == "private":
+        if string_value(main.attributes["sym_visibility"]) == "private":
             raise error_at(
                 main.location, "@main is private; the entry function must be public", filename
             )

@@ -313,3 +313,18 @@ def test_huge_messages_are_cut(capsys, tmp_path):
     assert err.startswith(f"{nested}:2:")
     assert len(err) < 2500
     assert "more characters)" in err
+
+
+def test_function_names_that_are_not_utf8_reach_every_pass(capsys, tmp_path) -> None:
+    # A bit-flipped artifact (found by the fuzzer) whose function name is not
+    # UTF-8: shlo-verify-static read it with StringAttr.value and raised.
+    source = Path(__file__).parent / "fuzz_regressions" / "non_utf8_symbol.mlirbc"
+    code, _, err = opt(
+        capsys,
+        str(source),
+        "--shlo-remove-dynamism=types=tensor<2xcomplex<f64>>",
+        "-o",
+        str(tmp_path / "out.mlir"),
+    )
+    assert "internal error" not in err
+    assert code in (0, 1)
