@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from shlo import shardy
@@ -114,6 +116,14 @@ def decode_text(data: bytes, filename: str) -> str:
         ) from None
 
 
+def _binary_positions(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics of a binary reader: its "-":0:0 is no line of the file, so none is named."""
+    return [
+        dataclasses.replace(d, line=0, column=0) if (d.line, d.column) == (1, 1) else d
+        for d in diagnostics
+    ]
+
+
 def _deserialize(data: bytes, context: ir.Context, filename: str) -> ir.Module:
     _check_producer(data, filename)
     # Without a handler MLIR prints these itself, as loc("-":0:0): error: ...
@@ -121,7 +131,7 @@ def _deserialize(data: bytes, context: ir.Context, filename: str) -> ir.Module:
         try:
             return deserialize_portable_artifact(context, data)
         except (ValueError, RuntimeError) as error:
-            errors: list[Diagnostic] = collector.diagnostics
+            errors = _binary_positions(collector.diagnostics)
             if not errors:
                 raise _error_in(
                     filename, f"could not read the portable artifact: {error}"
@@ -136,7 +146,7 @@ _HIGH_BYTE_ESCAPE = re.compile(rb"\\[89a-fA-F][0-9a-fA-F]")
 def _may_hold_invalid_utf8(data: bytes | str) -> bool:
     raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
     if raw.startswith(BYTECODE_MAGIC):
-        return True
+        return shardy.has_undecodable_strings(raw)
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -144,27 +154,32 @@ def _may_hold_invalid_utf8(data: bytes | str) -> bool:
     return _HIGH_BYTE_ESCAPE.search(raw) is not None
 
 
-def _has_undecodable_name(entries: list[ir.NamedAttribute]) -> bool:
-    """True when an attribute name here, or in a dictionary nested here, is not UTF-8."""
+def _has_undecodable_attribute(entries: Sequence[ir.NamedAttribute]) -> bool:
+    """True when an attribute name here, or in a dictionary nested here, is not UTF-8.
+
+    ``.name`` is never read (it aborts the process on such a name): ``repr``
+    prints in C++ and raises instead. ``.attr`` is read only for dictionaries
+    and arrays, to look inside them (it aborts on a complex constant, say).
+    """
     for named in entries:
-        # Constants are skipped: printing them is costly, and their names are ASCII
-        # in practice.
-        if isinstance(named.attr, (ir.DenseElementsAttr, ir.DenseResourceElementsAttr)):
-            continue
         try:
-            repr(named)  # raises where reading .name would abort the process
+            text = repr(named)
         except RuntimeError:
             return True
-        nested = [named.attr] if isinstance(named.attr, ir.DictAttr) else []
-        if isinstance(named.attr, ir.ArrayAttr):
-            nested = [a for a in named.attr if isinstance(a, ir.DictAttr)]
-        if any(_has_undecodable_name([d[i] for i in range(len(d))]) for d in nested):
+        value = text.partition("=")[2]
+        if not value.startswith(("{", "[")):
+            continue
+        attr = named.attr
+        nested = [attr] if isinstance(attr, ir.DictAttr) else []
+        if isinstance(attr, ir.ArrayAttr):
+            nested = [a for a in attr if isinstance(a, ir.DictAttr)]
+        if any(_has_undecodable_attribute([d[i] for i in range(len(d))]) for d in nested):
             return True
     return False
 
 
 def reject_undecodable_attribute_names(module: ir.Module, data: bytes | str, filename: str) -> None:
-    """A located ShloError for an attribute name that is not valid UTF-8.
+    """A located ShloError for an attribute (its name, or text in it) that is not valid UTF-8.
 
     The bindings abort the process (not raise) reading such a name, and every
     pass that looks at attribute names would.
@@ -175,14 +190,14 @@ def reject_undecodable_attribute_names(module: ir.Module, data: bytes | str, fil
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         attributes = op.attributes
-        if _has_undecodable_name([attributes[i] for i in range(len(attributes))]):
+        if _has_undecodable_attribute([attributes[i] for i in range(len(attributes))]):
             found.append(op)
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     if found:
-        message = f"'{found[0].name}' has an attribute name that is not valid UTF-8"
+        message = f"'{found[0].name}' has an attribute that is not valid UTF-8"
         with collect_diagnostics(module.context, filename) as collector:
             found[0].location.emit_error(message)
         raise ShloError(message, collector.diagnostics)
@@ -212,6 +227,8 @@ def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.M
         return ir.Module.parse(data, context)
     except ir.MLIRError as error:
         diagnostics = [convert(info, filename) for info in error.error_diagnostics]
+        if isinstance(data, bytes):
+            diagnostics = _binary_positions(diagnostics)
         raise ShloError(f"could not parse {filename}", diagnostics) from None
     except RuntimeError as error:
         if is_undecodable_diagnostic(error):

@@ -418,6 +418,29 @@ _SDY_NAME_BYTES = re.compile(rb"(?<![\w$])sdy[.<]")
 _IDENTITY_OPS = ("sharding_constraint", "reshard")
 
 
+def has_undecodable_strings(data: bytes) -> bool:
+    """True when MLIR bytecode's string table (names, string values) holds invalid UTF-8."""
+    reader = _Reader(data, len(BYTECODE_MAGIC))
+    try:
+        reader.varint()  # the version
+        reader.cstring()  # the producer
+        while not reader.at_end():
+            section = _read_section(reader)
+            if section.id == _STRING_SECTION:
+                strings = _read_strings(section.data)
+                break
+        else:
+            return False
+    except _Malformed:
+        return False  # the reader reports malformed bytecode itself
+    for string in strings:
+        try:
+            string.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    return False
+
+
 def mentions_sdy(data: bytes | str) -> bool:
     """Whether text may hold Shardy ops or attributes (``sdy.``, ``#sdy<``), a quick test."""
     if isinstance(data, bytes):

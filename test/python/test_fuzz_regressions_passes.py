@@ -85,7 +85,7 @@ def test_attribute_name_not_utf8(tmp_path: Path, target: str) -> None:
     program = write(tmp_path, ATTRIBUTE_NAME_NOT_UTF8)
     result = shlo_run(program, "--input=3xf32=0", f"--target={target}")
     assert_located_error(
-        result, f"{program}:3:8", "'stablehlo.add' has an attribute name that is not valid UTF-8"
+        result, f"{program}:3:8", "'stablehlo.add' has an attribute that is not valid UTF-8"
     )
 
 
