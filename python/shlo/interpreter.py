@@ -12,11 +12,17 @@ import numpy as np
 
 from shlo._mlir_compat import eval_module, ir
 from shlo.collectives import COLLECTIVES
-from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import load_module
 from shlo.ir_utils import ops_named
-from shlo.lowering import error_at, find_function, function_types, keep_only_entry_public
+from shlo.lowering import (
+    check_array_sizes,
+    default_max_bytes,
+    error_at,
+    find_function,
+    function_types,
+    keep_only_entry_public,
+)
 from shlo.pipeline import run_pipeline
 from shlo.runtime import ArrayType
 
@@ -119,6 +125,12 @@ def _reduce_window_error(op: ir.Operation) -> str | None:
     return None
 
 
+# The interpreter runs StableHLO and func ops only; anything else (an rng,
+# which it asks to decompose, or another dialect's op) aborts it.
+_INTERPRETED_DIALECTS = ("stablehlo.", "func.", "builtin.")
+_NOT_INTERPRETED = ("stablehlo.rng",)
+
+
 def _check_interpretable(module: ir.Module, filename: str) -> None:
     """A located ShloError for the ops that would abort the interpreter."""
     for op in ops_named(module.operation):
@@ -132,6 +144,8 @@ def _check_interpretable(module: ir.Module, filename: str) -> None:
                 f"'{op.name}' needs a host or another process to talk to: the interpreter "
                 "runs it only inside interpreter.run_parallel"
             )
+        elif op.name in _NOT_INTERPRETED or not op.name.startswith(_INTERPRETED_DIALECTS):
+            message = f"the reference interpreter cannot run '{op.name}'"
         elif op.name == "stablehlo.custom_call":
             target = op.attributes["call_target_name"]
             message = f"the reference interpreter cannot run custom calls (this one calls {target})"
@@ -216,10 +230,15 @@ def interpret(
             filename,
         )
     _check_interpretable(module, filename)
+    # The interpreter's own allocation failure aborts it.
+    check_array_sizes(module, default_max_bytes(), filename)
     with context, main.location:
         _widen_unreadable_results(main)
     try:
         values = eval_module(module, [_to_attribute(np.asarray(a), context) for a in args])
     except (RuntimeError, ValueError) as error:
-        raise ShloError(f"the interpreter failed: {error}") from None
+        # It says no more than "interpreter failed": name the function at least.
+        raise error_at(
+            main.location, f"the interpreter failed on @{entry}: {error}", filename
+        ) from None
     return [_to_array(value, dtype) for value, dtype in zip(values, dtypes)]

@@ -249,7 +249,12 @@ def lower_to_llvm(
     inputs, results = function_types(module, "main")
     for type_ in [*inputs, *results]:
         if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:
-            raise ShloError(f"@{entry} has a dynamic or non-tensor type {type_} after refinement")
+            raise error_at(
+                find_function(module, "main").location,
+                f"@{entry} has a dynamic or non-tensor type {type_} after refinement; "
+                "expected static tensors",
+                filename,
+            )
     # Every StableHLO value, then every buffer the bufferized code allocates.
     check_array_sizes(module, limit, filename)
     through_bufferization = pipeline.elements(through="bufferize")
