@@ -101,6 +101,18 @@ def undecodable_diagnostic_error(source: str | bytes, filename: str) -> ShloErro
         "MLIR reported an error whose message is not valid UTF-8, so it cannot be shown; "
         "it is probably about a name or string holding invalid UTF-8"
     )
+    if isinstance(source, bytes):
+        try:
+            source.decode("utf-8")
+        except UnicodeDecodeError as error:
+            # A raw byte that is not UTF-8: the likeliest subject of the message.
+            line = source.count(b"\n", 0, error.start) + 1
+            column = error.start - (source.rfind(b"\n", 0, error.start) + 1) + 1
+            located = (
+                f"byte {error.start} is not valid UTF-8, and MLIR reported an error that "
+                "names it (the message cannot be shown)"
+            )
+            return ShloError(located, [Diagnostic("error", located, filename, line, column)])
     text = source if isinstance(source, str) else source.decode("utf-8", errors="replace")
     for match in _STRING_LITERAL.finditer(text):
         try:

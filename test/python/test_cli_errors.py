@@ -328,3 +328,24 @@ def test_function_names_that_are_not_utf8_reach_every_pass(capsys, tmp_path) -> 
     )
     assert "internal error" not in err
     assert code in (0, 1)
+
+
+def test_raw_invalid_utf8_in_an_error_is_located() -> None:
+    # Found by the fuzzer: a raw byte that is not UTF-8 in an attribute makes
+    # MLIR's error message undecodable; the byte itself is pointed at.
+    program = Path(__file__).parent / "fuzz_regressions" / "raw_invalid_utf8.mlir"
+    result = subprocess.run(
+        [
+            str(BIN / "shlo-run"),
+            str(program),
+            "--target=interpreter",
+            "--entry=row_sum",
+            "--input=2x3xf32=0",
+            "--input=2xf32=0",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert re.match(rf"{re.escape(str(program))}:4:\d+: error: ", result.stderr), result.stderr
