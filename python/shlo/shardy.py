@@ -663,6 +663,10 @@ def _named_attributes(op: ir.Operation) -> Iterator[_Named]:
     attributes = op.attributes
     for index in range(len(attributes)):
         named = attributes[index]
+        if op.name == "stablehlo.constant" and named.name == "value":
+            # Reading .attr of a complex constant aborts the process (the
+            # bindings cannot wrap it), and a constant carries no sharding.
+            continue
         yield _Named(named.name, named.attr)
         if named.name in ("arg_attrs", "res_attrs") and isinstance(named.attr, ir.ArrayAttr):
             for dictionary in named.attr:

@@ -391,3 +391,15 @@ def test_other_sdy_ops_and_unknown_dialects_are_errors():
     # Without sdy nothing changes: unknown dialects are parse errors as before.
     with pytest.raises(shlo.ShloError, match="unregistered dialect"):
         shlo.load_module(_module(_SHARDED_FUNC.format(arg='foo.x = #foo<"y">')))
+
+
+def test_complex_constants_with_sdy_annotations_load() -> None:
+    # Reading a complex constant's attribute aborted the loading process:
+    # a complex jnp.linalg export crashed the worker instead of loading.
+    a = (np.eye(3) * (2 + 1j)).astype(np.complex64)
+    exported = jax.export.export(jax.jit(lambda a: jnp.linalg.inv(a) + (1 + 2j)))(a)
+    assert "sdy." in exported.mlir_module()
+    with pytest.raises(shlo.ShloError) as raised:
+        shlo.compile(exported.mlir_module_serialized)
+    # Loaded: it now stops at the LAPACK custom calls, which have no handler yet.
+    assert "custom call @lapack_cgetrf_ffi is not supported on target cpu" in str(raised.value)
