@@ -15,7 +15,7 @@ from shlo._mlir_compat import ir
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
-from shlo.io import module_to_bytecode
+from shlo.io import existing_path, module_to_bytecode, names_a_file
 from shlo.isolation import shared_worker
 from shlo.lowering import (
     EntrySignature,
@@ -175,16 +175,6 @@ def _storage_element_type(element: str) -> str:
     return mlir_element_type(element)
 
 
-# A string that names a file rather than holding IR.
-_PATH_SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
-
-
-def _looks_like_path(source: str) -> bool:
-    return source.endswith(_PATH_SUFFIXES) or (
-        (os.sep in source or "/" in source) and "{" not in source
-    )
-
-
 def compile(
     source: Source,
     target: str = "cpu",
@@ -209,14 +199,8 @@ def compile(
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; expected 'cpu'")
     filename = "<string>"  # as the parser names text and bytecode
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str)
-        and "\n" not in source
-        and (_looks_like_path(source) or os.path.isfile(source))
-    ):
-        if not os.path.isfile(source):
-            raise ShloError(f"no such file: {os.fspath(source)}")
-        source = filename = os.fspath(source)
+    if names_a_file(source):
+        source = filename = existing_path(source)  # type: ignore[arg-type]
     elif isinstance(source, str):
         source = source.encode()  # text, never a file name, from here on
     elif isinstance(source, ir.Module):

@@ -238,6 +238,28 @@ def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.M
         raise ShloError(f"could not parse {filename}: {error}") from None
 
 
+# Suffixes of the files shlo reads: a one-line string ending so is a path.
+_PATH_SUFFIXES = (".mlir", ".mlirbc", ".bc", ".vhlo")
+
+
+def names_a_file(source: object) -> bool:
+    """True when ``source`` is a path rather than IR (even a path that does not exist)."""
+    if isinstance(source, os.PathLike):
+        return True
+    if not isinstance(source, str) or "\n" in source:
+        return False
+    looks_like_path = source.endswith(_PATH_SUFFIXES) or ("/" in source and "{" not in source)
+    return looks_like_path or os.path.isfile(source)
+
+
+def existing_path(source: str | os.PathLike[str]) -> str:
+    """``source`` as a string; ShloError "no such file" when nothing is there."""
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise ShloError(f"no such file: {path}")
+    return path
+
+
 def load_module(
     source: str | bytes | os.PathLike[str] | ir.Module, context: ir.Context | None = None
 ) -> ir.Module:
@@ -249,10 +271,8 @@ def load_module(
     if isinstance(source, ir.Module):
         return source
     context = context or new_context()
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and "\n" not in source and Path(source).is_file()
-    ):
-        path = Path(source)
+    if names_a_file(source):
+        path = Path(existing_path(source))  # type: ignore[arg-type]
         try:
             data = path.read_bytes()
         except OSError as error:
