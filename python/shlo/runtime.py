@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import _ctypes
 import ctypes
+import functools
+import importlib.metadata
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -80,8 +83,12 @@ def _fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
 # MLIR's generic allocation functions, which the generated code calls for
 # every buffer (finalize-memref-to-llvm{use-generic-functions}), and the entry
 # point the host calls: a failed allocation returns to it through longjmp
-# instead of letting the code write through a null pointer.
+# instead of letting the code write through a null pointer. Freed blocks of
+# 64 KiB or more are kept for the next call's allocation of the same size:
+# returned to the kernel, their pages fault in and are zeroed again on every
+# call (that was 44% of GPT-2's run time).
 _ALLOCATION_GUARD = r"""
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdlib.h>
 
@@ -92,16 +99,73 @@ static void *checked(void *pointer, size_t size) {
   return pointer;
 }
 
-void *_mlir_memref_to_llvm_alloc(size_t size) { return checked(malloc(size), size); }
+#define SLOTS 1024
+#define MIN_KEPT ((size_t)64 << 10)
+#define MAX_KEPT_BYTES ((size_t)512 << 20)
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *block; size_t total; } kept[SLOTS];
+static size_t kept_bytes;
 
-void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
-  void *pointer = 0;
-  if (alignment < sizeof(void *)) alignment = sizeof(void *);
-  if (posix_memalign(&pointer, alignment, size) != 0) pointer = 0;
-  return checked(pointer, size);
+static void *take_kept(size_t total) {
+  void *block = 0;
+  pthread_mutex_lock(&kept_lock);
+  for (int i = 0; i < SLOTS; ++i)
+    if (kept[i].block && kept[i].total == total) {
+      block = kept[i].block;
+      kept[i].block = 0;
+      kept_bytes -= total;
+      break;
+    }
+  pthread_mutex_unlock(&kept_lock);
+  return block;
 }
 
-void _mlir_memref_to_llvm_free(void *pointer) { free(pointer); }
+static int keep(void *block, size_t total) {
+  int done = 0;
+  pthread_mutex_lock(&kept_lock);
+  if (kept_bytes + total <= MAX_KEPT_BYTES)
+    for (int i = 0; i < SLOTS; ++i)
+      if (!kept[i].block) {
+        kept[i].block = block;
+        kept[i].total = total;
+        kept_bytes += total;
+        done = 1;
+        break;
+      }
+  pthread_mutex_unlock(&kept_lock);
+  return done;
+}
+
+/* Unloading the code returns the kept blocks. */
+__attribute__((destructor)) static void release_kept(void) {
+  for (int i = 0; i < SLOTS; ++i) free(kept[i].block);
+}
+
+/* Each block starts with a header of `offset` bytes (a multiple of the
+   alignment) whose last two words hold the offset and the block's size. */
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
+  size_t offset = alignment > 64 ? alignment : 64;
+  size_t total = size + offset;
+  void *block = total >= MIN_KEPT ? take_kept(total) : 0;
+  if (!block && posix_memalign(&block, offset, total) != 0) block = 0;
+  if (!block) return checked(0, size ? size : 1);
+  size_t *header = (size_t *)((char *)block + offset);
+  header[-1] = total;
+  header[-2] = offset;
+  return header;
+}
+
+void *_mlir_memref_to_llvm_alloc(size_t size) {
+  return _mlir_memref_to_llvm_aligned_alloc(16, size);
+}
+
+void _mlir_memref_to_llvm_free(void *pointer) {
+  if (!pointer) return;
+  size_t *header = pointer;
+  size_t total = header[-1];
+  void *block = (char *)pointer - header[-2];
+  if (total < MIN_KEPT || !keep(block, total)) free(block);
+}
 
 void _mlir_main(void **arguments);
 
@@ -121,6 +185,32 @@ int shlo_call(void **arguments) {
 """
 
 
+@functools.cache
+def openmp_library() -> str | None:
+    """The OpenMP runtime (libiomp5.so from the intel-openmp wheel) that threaded code calls."""
+    try:
+        files = importlib.metadata.files("intel-openmp") or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in files:
+        if file.name == "libiomp5.so":
+            path = os.path.realpath(file.locate())
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def _uses_openmp(code: bytes) -> bool:
+    return b"__kmpc_fork_call" in code
+
+
+def _engine(module: ir.Module, opt_level: int) -> ExecutionEngine:
+    """An ExecutionEngine for ``module`` that resolves the symbols of its runtime libraries."""
+    runtime = openmp_library()
+    shared_libs = [runtime] if runtime is not None else []
+    return ExecutionEngine(module, opt_level=opt_level, shared_libs=shared_libs)
+
+
 def _register_allocation_functions(engine: ExecutionEngine) -> None:
     """The generic allocation functions for in-process JIT code: the C library's, unchecked."""
     libc = ctypes.CDLL(None)
@@ -138,7 +228,7 @@ def compile_object(llvm_bytecode: bytes, opt_level: int = 2) -> bytes:
     Runs in the worker, where a crash in the code generator is a ShloError.
     """
     context = new_context()
-    engine = ExecutionEngine(ir.Module.parse(llvm_bytecode, context), opt_level=opt_level)
+    engine = _engine(ir.Module.parse(llvm_bytecode, context), opt_level)
     _register_allocation_functions(engine)
     if not engine.raw_lookup("main"):  # code is generated on the first lookup
         raise RuntimeError("the JIT has no symbol main")
@@ -173,6 +263,11 @@ def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
         # relocations in a shared library); -Bsymbolic binds the library's own
         # symbols (its function is named main) to itself, never to the host's.
         command = [driver, "-shared", "-O2", "-fPIC", "-o", lib, obj, guard, "-lm"]
+        runtime = openmp_library()
+        if _uses_openmp(object_code):
+            if runtime is None:
+                raise ShloError("the code runs on threads, but intel-openmp is not installed")
+            command += [runtime, f"-Wl,-rpath,{os.path.dirname(runtime)}"]
         linked = subprocess.run(
             [*command, "-Wl,-Bsymbolic"], capture_output=True, text=True, check=False
         )
@@ -211,7 +306,7 @@ class LoadedFunction:
             self._function = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address)
         else:
             module = ir.Module.parse(code, self._context)
-            self._engine = ExecutionEngine(module, opt_level=opt_level)
+            self._engine = _engine(module, opt_level)
             _register_allocation_functions(self._engine)
             # raw_lookup finds the packed wrapper: void _mlir_main(void **args).
             address = self._engine.raw_lookup("main")
@@ -231,7 +326,9 @@ class LoadedFunction:
     def __del__(self) -> None:
         # Evicted from a cache: unmap the code (nothing else refers to it).
         library = getattr(self, "_library", None)
-        if library is not None:
+        # At interpreter exit the process unmaps everything anyway, and
+        # module globals such as _ctypes may already be gone.
+        if library is not None and not sys.is_finalizing():
             self._function = None
             _ctypes.dlclose(library._handle)
 
