@@ -6,8 +6,8 @@ Inputs follow iree-run-module: ``SHAPExTYPE=values`` with values separated by
 commas or spaces (one value fills the whole shape), ``TYPE=value`` for a
 scalar, or ``@file.npy``. Results print as ``result[i]: 2x3xf32=[1 2 3][4 5 6]``.
 ``--output=@file.npy`` (once per result) saves them instead. ``--benchmark=N``
-runs N more calls and prints the time per call. Errors exit 1 with a message,
-never a traceback.
+runs N more calls and prints the time per call; ``--threads=N`` sets the
+compiled code's thread count. Errors exit 1 with a message, never a traceback.
 """
 
 from __future__ import annotations
@@ -220,6 +220,12 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--output", action="append", default=[], help="@file.npy, once per result")
     parser.add_argument("--benchmark", type=int, default=0, metavar="N", help="time N more calls")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="threads the compiled code runs on (default: SHLO_THREADS, else every core)",
+    )
     return parser
 
 
@@ -246,7 +252,7 @@ def execute(argv: Sequence[str]) -> int:
         raise UsageError(f"cannot read {args.input_file}: no such file")
     inputs = [parse_input(spec) for spec in args.input]
     if args.target == "cpu":
-        executable = compile_program(path, entry=args.entry)
+        executable = compile_program(path, entry=args.entry, threads=args.threads)
         results = executable(*inputs)
         call = lambda: executable(*inputs)  # noqa: E731
     else:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from shlo import disk_cache
 from shlo._mlir_compat import ir
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.cpu_pipeline import CpuPipeline, default_threads
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.io import existing_path, module_to_bytecode, names_a_file
@@ -137,29 +141,123 @@ class Executable:
         with self._lock:
             if signature in self._compiled:
                 return self._compiled[signature]
-            arg_types = (
-                [str(ArrayType(shape, t)) for shape, t in signature] if self.is_dynamic else None
-            )
-            request = {
-                "source": self._module,
-                "entry": self.entry,
-                "arg_types": arg_types,
-                "pipeline": self._pipeline,
-                "filename": self._filename,
-                # Read here: the worker's environment is a copy from its start.
-                "max_bytes": self._max_bytes or default_max_bytes(),
-            }
-            lowered: Lowered = (
-                shared_worker().call("lower", timeout=self._timeout, **request)
-                if self._isolate
-                else lower_to_object(**request)
-            )
-            code = lowered.object_code if linker() is not None else lowered.llvm_bytecode
-            function = LoadedFunction(code, lowered.input_types, lowered.result_types)
+            arg_types = [str(ArrayType(shape, t)) for shape, t in signature]
+            # Read here: the worker's environment is a copy from its start.
+            max_bytes = self._max_bytes or default_max_bytes()
+            code_kind = "object" if linker() is not None else "llvm"
+            key = None
+            function = None
+            if disk_cache.cache_dir() is not None:
+                pipeline = [*self._pipeline.elements(), repr(self._pipeline)]
+                key = disk_cache.code_key(
+                    self._module,
+                    self.entry,
+                    arg_types,
+                    pipeline,
+                    self._pipeline.threads,
+                    code_kind,
+                    max_bytes,
+                )
+                function = disk_cache.load("code", key, partial(_open_code, signature))
+            if function is None:
+                request = {
+                    "source": self._module,
+                    "entry": self.entry,
+                    "arg_types": arg_types if self.is_dynamic else None,
+                    "pipeline": self._pipeline,
+                    "filename": self._filename,
+                    "max_bytes": max_bytes,
+                }
+                lowered: Lowered = (
+                    shared_worker().call("lower", timeout=self._timeout, **request)
+                    if self._isolate
+                    else lower_to_object(**request)
+                )
+                code = lowered.object_code if code_kind == "object" else lowered.llvm_bytecode
+                function = LoadedFunction(code, lowered.input_types, lowered.result_types)
+                if key is not None:
+                    types = {"inputs": lowered.input_types, "results": lowered.result_types}
+                    disk_cache.store("code", key, types, code)
             self._compiled[signature] = function
             while len(self._compiled) > self._cache_size:
                 self._compiled.popitem(last=False)
             return function
+
+
+def _open_code(signature: Signature, types: Any, code: bytes) -> LoadedFunction | None:
+    """The function in a code entry of the disk cache; None unless it fits ``signature``."""
+    function = LoadedFunction(code, types["inputs"], types["results"])
+    fits = [(t.shape, t.dtype) for t in function.inputs] == [
+        (tuple(shape), numpy_dtype(t)) for shape, t in signature
+    ]
+    return function if fits else None
+
+
+def _open_inspection(meta: Any, module_bytecode: bytes) -> EntrySignature:
+    """The EntrySignature in an inspection entry of the disk cache."""
+    params = [(tuple(d if d is None else int(d) for d in shape), str(t)) for shape, t in meta]
+    return EntrySignature(module_bytecode, params)
+
+
+def _inspect(
+    source: str | bytes, entry: str, filename: str, isolate: bool, timeout: float | None
+) -> EntrySignature:
+    """The module and parameters of ``entry`` of ``source`` (a path or the program's bytes).
+
+    From the disk cache when it holds them, else from the worker.
+    """
+    request = {"source": source, "entry": entry, "filename": filename}
+    key = None
+    if disk_cache.cache_dir() is not None:
+        disk_cache.max_cache_bytes()  # a bad SHLO_CACHE_MAX_BYTES fails before any work
+        try:
+            contents = source if isinstance(source, bytes) else Path(source).read_bytes()
+        except OSError:  # the worker says what is wrong with the file
+            contents = None
+        if contents is not None:
+            key = disk_cache.inspection_key(contents, entry, filename)
+            cached = disk_cache.load("inspection", key, _open_inspection)
+            if cached is not None:
+                return cached
+    signature: EntrySignature = (
+        shared_worker().call("inspect", timeout=timeout, **request)
+        if isolate
+        else inspect_entry(**request)
+    )
+    if key is not None and (isinstance(source, bytes) or _unchanged(source, contents)):
+        params = [[list(shape), element] for shape, element in signature.params]
+        disk_cache.store("inspection", key, params, signature.module_bytecode)
+    return signature
+
+
+def _unchanged(path: str, contents: bytes | None) -> bool:
+    """Whether the file at ``path`` still holds ``contents`` (the worker read it meanwhile)."""
+    try:
+        return Path(path).read_bytes() == contents
+    except OSError:
+        return False
+
+
+def _check_threads(threads: object, what: str) -> int:
+    # bool is an int, but threads=True is a mistake.
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{what} must be a positive integer, got {threads!r}")
+    return threads
+
+
+def resolve_pipeline(pipeline: CpuPipeline | None, threads: int | None) -> CpuPipeline:
+    """``pipeline`` (default ``CpuPipeline()``) with a thread count.
+
+    ``threads`` when given, else the pipeline's own, else ``default_threads()``.
+    """
+    pipeline = pipeline or CpuPipeline()
+    if threads is not None:
+        count = _check_threads(threads, "threads")
+    elif pipeline.threads is not None:
+        count = _check_threads(pipeline.threads, "pipeline.threads")
+    else:
+        count = default_threads()
+    return dataclasses.replace(pipeline, threads=count)
 
 
 # Quantized values travel as their storage integers: i8, u8, i16, ...
@@ -182,6 +280,7 @@ def compile(
     *,
     isolate: bool = True,
     pipeline: CpuPipeline | None = None,
+    threads: int | None = None,
     timeout: float | None = None,
     max_bytes: int | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
@@ -195,9 +294,14 @@ def compile(
     ``timeout`` seconds per compilation (default SHLO_COMPILE_TIMEOUT or 600),
     ``max_bytes`` per array (default SHLO_MAX_BYTES or 16 GiB), and
     ``cache_size`` shape signatures kept by a shape-polymorphic Executable.
+    The generated code runs on ``threads`` threads: by default the
+    pipeline's, else SHLO_THREADS, else every core this process may use.
+    With SHLO_CACHE_DIR set, compiled code is kept in that directory and
+    reused by later compilations, in any process (``shlo.disk_cache``).
     """
     if target != "cpu":
         raise ValueError(f"unknown target {target!r}; expected 'cpu'")
+    pipeline = resolve_pipeline(pipeline, threads)
     filename = "<string>"  # as the parser names text and bytecode
     if names_a_file(source):
         source = filename = existing_path(source)  # type: ignore[arg-type]
@@ -206,13 +310,7 @@ def compile(
     elif isinstance(source, ir.Module):
         # Already parsed by the caller: the worker reads it back from bytecode.
         source = module_to_bytecode(source)
-    pipeline = pipeline or CpuPipeline()
-    request = {"source": source, "entry": entry, "filename": filename}
-    signature: EntrySignature = (
-        shared_worker().call("inspect", timeout=timeout, **request)
-        if isolate
-        else inspect_entry(**request)
-    )
+    signature = _inspect(source, entry, filename, isolate, timeout)
     params = []
     for index, (shape, element) in enumerate(signature.params):
         try:
