@@ -1,4 +1,4 @@
-"""shlo-fuse-elementwise-trees: fuse whole trees of single-use elementwise linalg ops at once.
+"""shlo-fuse-elementwise-trees: fuse trees of single-use elementwise linalg ops; fence what must not fuse.
 
 Ours because upstream is slow: ``linalg-fuse-elementwise-ops`` fuses one
 producer into its consumer at a time and clones the growing body at each
@@ -12,6 +12,21 @@ moved into it in order and every producer's yielded value replaces the
 consumer's block argument. Inputs shared by several members (same value, same
 map) are passed once. Upstream fusion then handles the rest (broadcasts,
 transposes, reshapes, producers with several uses) on far fewer ops.
+
+Upstream fusion fuses every single-use producer it can and cannot be told
+otherwise (no option; its control function is fixed). This pass therefore
+also fences, with a call to a private ``shlo_fusion_fence_N`` function that
+``shlo-remove-fusion-fences`` removes after it, the values upstream must not
+fuse, so they have a second use: (1) the reshapes between a named
+contraction or convolution (``linalg.matmul``, ``linalg.batch_matmul``, ...,
+as ``shlo-canonicalize-dot-general`` leaves them) and its operands or result,
+which upstream would fold by turning the contraction back into a
+``linalg.generic`` and then fuse producers into it; (2) like XLA, a producer
+that a ``linalg.generic`` would read more than once per element (a broadcast,
+a window, a contraction's operand) when the consumer has reduction loops or
+the producer is expensive (math functions, divisions, also in the producers
+upstream would fuse into it; reshapes between them are looked through):
+fused, it would be recomputed for every reread.
 
   %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
       ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e0 : tensor<4xf32>) {
@@ -83,6 +98,143 @@ def _consumer(op: ir.Operation) -> ir.Operation | None:
     return user if same_space else None
 
 
+FENCE_PREFIX = "shlo_fusion_fence_"
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
+# Named linalg ops with reduction loops, as stablehlo-legalize-to-linalg emits them.
+_CONTRACTIONS = frozenset(
+    "linalg." + name
+    for name in "matmul batch_matmul matvec vecmat dot batch_matvec batch_vecmat".split()
+)
+_CONVOLUTION_PREFIXES = ("linalg.conv_", "linalg.depthwise_conv_", "linalg.pooling_")
+
+
+def _is_named_contraction(op: ir.Operation) -> bool:
+    return op.name in _CONTRACTIONS or op.name.startswith(_CONVOLUTION_PREFIXES)
+
+
+def _has_expensive_body(op: ir.Operation) -> bool:
+    """A body with math functions, complex arithmetic or divisions: too costly to recompute."""
+    for inner in op.regions[0].blocks[0].operations:
+        name = inner.operation.name
+        if name.startswith(("math.", "complex.")) or (
+            name.startswith("arith.") and ("div" in name or "rem" in name)
+        ):
+            return True
+    return False
+
+
+def _loop_extents(op: ir.Operation) -> dict[int, int]:
+    """The sizes of the loops of a linalg.generic that some operand indexes directly."""
+    extents: dict[int, int] = {}
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    for value, affine_map in zip(op.operands, maps):
+        type_ = value.type
+        if not isinstance(type_, ir.RankedTensorType):
+            continue
+        for size, expr in zip(type_.shape, affine_map.results):
+            if isinstance(expr, ir.AffineDimExpr) and size >= 0:
+                extents[expr.position] = size
+    return extents
+
+
+def rereads(consumer: ir.Operation, affine_map: ir.AffineMap) -> bool:
+    """True unless each point of ``consumer``'s loops reads a distinct element (sufficient)."""
+    if not affine_map.is_projected_permutation:
+        return True  # windows, delinearizations: may read an element more than once
+    used = {e.position for e in affine_map.results if isinstance(e, ir.AffineDimExpr)}
+    extents = _loop_extents(consumer)
+    # A loop the map ignores rereads every element, unless it has one iteration.
+    return any(extents.get(d, 2) != 1 for d in range(affine_map.n_dims) if d not in used)
+
+
+def _is_upstream_fusible_producer(op: ir.Operation) -> bool:
+    return (
+        op.name == "linalg.generic"
+        and len(op.results) == 1
+        and linalg_generic_parts(op).all_parallel
+        and len(list(op.results[0].uses)) == 1
+    )
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
+
+
+def _fusible_producer(value: ir.Value) -> tuple[ir.Value, ir.Operation] | None:
+    """The generic upstream may fuse into the reader of ``value``, and its result.
+
+    Upstream folds single-use reshapes into their consumer first, so they are
+    looked through; a reshape does not change how often an element is read.
+    """
+    producer = _defining_op(value)
+    while (
+        producer is not None
+        and producer.name in _RESHAPES
+        and len(list(producer.results[0].uses)) == 1
+    ):
+        value = producer.operands[0]
+        producer = _defining_op(value)
+    if producer is None or not _is_upstream_fusible_producer(producer):
+        return None
+    return value, producer
+
+
+def values_to_fence(module: ir.Operation) -> list[tuple[ir.Value, ir.Operation]]:
+    """The values upstream fusion must not fuse, each with the op to fence it before."""
+    fences: list[tuple[ir.Value, ir.Operation]] = []
+    # Generics whose body, once upstream has fused their unfenced producers
+    # into them, is expensive. Block order visits producers first.
+    expensive: set[ir.Operation] = set()
+    for op in ops_named(module):
+        if _is_named_contraction(op):
+            for operand in op.operands:
+                reshape = _defining_op(operand)
+                if reshape is not None and reshape.name in _RESHAPES:
+                    fences.append((operand, op))
+            for result in op.results:
+                uses = list(result.uses)
+                if len(uses) == 1 and uses[0].owner.operation.name in _RESHAPES:
+                    fences.append((result, uses[0].owner.operation))
+        elif op.name == "linalg.generic" and op.results:
+            parts = linalg_generic_parts(op)
+            if _has_expensive_body(op):
+                expensive.add(op)
+            for value, affine_map in zip(parts.inputs, parts.input_maps):
+                found = _fusible_producer(value)
+                if found is None:
+                    continue
+                result, producer = found
+                if (not parts.all_parallel or producer in expensive) and rereads(op, affine_map):
+                    fences.append((result, op))
+                elif producer in expensive:
+                    expensive.add(op)  # upstream fuses it in
+    return fences
+
+
+def fence(module: ir.Operation, fences: list[tuple[ir.Value, ir.Operation]]) -> None:
+    """Give each value a second use: a call to a private function per type."""
+    callees: dict[str, tuple[str, ir.Type]] = {}
+    for value, before in fences:
+        name, _ = callees.setdefault(str(value.type), (f"{FENCE_PREFIX}{len(callees)}", value.type))
+        with ir.InsertionPoint(before), before.location:
+            ir.Operation.create(
+                "func.call", operands=[value], attributes={"callee": ir.FlatSymbolRefAttr.get(name)}
+            )
+    body = module.regions[0].blocks[0]
+    for name, type_ in reversed(callees.values()):
+        with ir.InsertionPoint.at_block_begin(body), module.location:
+            ir.Operation.create(
+                "func.func",
+                attributes={
+                    "sym_name": ir.StringAttr.get(name),
+                    "function_type": ir.TypeAttr.get(ir.FunctionType.get([type_], [])),
+                    "sym_visibility": ir.StringAttr.get("private"),
+                },
+                regions=1,
+            )
+
+
 def fuse_tree(members: list[ir.Operation]) -> None:
     """Replace ``members`` (in block order, the root last) by one linalg.generic."""
     root = members[-1]
@@ -143,7 +295,7 @@ def fuse_tree(members: list[ir.Operation]) -> None:
 
 @dataclass(frozen=True)
 class FuseElementwiseTreesPass(Pass):
-    """Fuse whole trees of single-use elementwise linalg ops at once, in linear time."""
+    """Fuse whole trees of single-use elementwise linalg ops at once, in linear time; fence the rest."""
 
     argument: ClassVar[str] = "shlo-fuse-elementwise-trees"
 
@@ -159,3 +311,4 @@ class FuseElementwiseTreesPass(Pass):
         for members in trees.values():
             if len(members) > 1:
                 fuse_tree(list(reversed(members)))
+        fence(module, values_to_fence(module))

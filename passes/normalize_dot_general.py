@@ -1,5 +1,7 @@
 """shlo-normalize-dot-general: drop dot algorithms and accumulate narrow floats in f32.
 
+Legacy ``stablehlo.dot`` ops first become the equivalent ``dot_general``, so
+they get the same treatment here and in ``shlo-canonicalize-dot-general``.
 Ours because upstream is missing: ``stablehlo-legalize-to-linalg`` refuses a
 ``dot_general`` with an ``algorithm`` attribute (it reaches bufferization as
 "op was not bufferized"); on the CPU the element types' own arithmetic is at
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import attribute_dict, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -43,6 +45,26 @@ def _convert(value: ir.Value, element: ir.Type) -> ir.Value:
     return ir.Operation.create(
         "stablehlo.convert", results=[_with_element(value, element)], operands=[value]
     ).result
+
+
+def dot_to_dot_general(op: ir.Operation) -> ir.Operation:
+    """The ``dot_general`` contracting the last dim of the lhs with the first of the rhs."""
+    lhs_rank = ir.RankedTensorType(op.operands[0].type).rank
+    numbers = ir.Attribute.parse(
+        f"#stablehlo.dot<lhs_contracting_dimensions = [{lhs_rank - 1}], "
+        "rhs_contracting_dimensions = [0]>"
+    )
+    attributes = {**attribute_dict(op), "dot_dimension_numbers": numbers}
+    with op.location, ir.InsertionPoint(op):
+        general = ir.Operation.create(
+            "stablehlo.dot_general",
+            results=[op.results[0].type],
+            operands=list(op.operands),
+            attributes=attributes,
+        )
+    op.results[0].replace_all_uses_with(general.results[0])
+    op.erase()
+    return general
 
 
 def normalize_dot(op: ir.Operation) -> None:
@@ -72,5 +94,9 @@ class NormalizeDotGeneralPass(Pass):
     argument: ClassVar[str] = "shlo-normalize-dot-general"
 
     def run(self, module: ir.Operation) -> None:
-        for op in ops_named(module, "stablehlo.dot_general"):
+        for op in ops_named(module, "stablehlo.dot_general", "stablehlo.dot"):
+            if op.name == "stablehlo.dot":
+                if not isinstance(op.operands[0].type, ir.RankedTensorType):
+                    continue
+                op = dot_to_dot_general(op)
             normalize_dot(op)

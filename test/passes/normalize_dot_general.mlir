@@ -33,3 +33,15 @@ func.func @f32_stays(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<4xf32> {
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A legacy dot becomes a dot_general, widened like the others.
+// CHECK-LABEL: func @legacy_dot
+func.func @legacy_dot(%a: tensor<3xbf16>, %b: tensor<3x5xbf16>) -> tensor<5xbf16> {
+  // CHECK-NOT: stablehlo.dot %
+  // CHECK: %[[D:.+]] = stablehlo.dot_general %{{.+}}, %{{.+}}, contracting_dims = [0] x [0], precision = [DEFAULT, DEFAULT] : (tensor<3xf32>, tensor<3x5xf32>) -> tensor<5xf32>
+  // CHECK: stablehlo.convert %[[D]] : (tensor<5xf32>) -> tensor<5xbf16>
+  %0 = stablehlo.dot %a, %b, precision = [DEFAULT, DEFAULT] : (tensor<3xbf16>, tensor<3x5xbf16>) -> tensor<5xbf16>
+  return %0 : tensor<5xbf16>
+}
