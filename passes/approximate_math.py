@@ -1,0 +1,393 @@
+"""shlo-approximate-math: compute f32 exp, expm1, log, log1p, tanh and erf with arith code.
+
+Ours because upstream is missing: the wheel has no
+``math-polynomial-approximation`` pass (upstream keeps it as a test pass) and
+no transform pattern for it, so ``convert-math-to-libm`` turns a
+``math.exp`` on ``vector<16xf32>`` into 16 calls to ``expf``. This pass
+replaces each such op, on scalars and on vectors of any shape, by branch-free
+code (``math.fma``, ``arith.select``, integer work on the exponent bits) that
+LLVM vectorizes. The methods are the classic ones: Cody-Waite reduction by
+ln(2) and ``exp(r) = 1 + r + r^2 P(r)`` with the leading sum kept exact
+(exp, expm1); ``log(1 + f) = 2 atanh(f / (2 + f))`` on a mantissa in
+[sqrt(1/2), sqrt(2)) (log, log1p with the rounding error of 1 + x added
+back); for tanh an odd polynomial below 0.625 and ``1 - 2 / (exp(2x) + 1)``
+above; for erf an odd polynomial below 1 and ``1 - exp(-x^2) g(x)`` above.
+The polynomials are our own least-squares fits. Special values are exact
+(NaN, +-inf, +-0 with its sign, overflow to inf, denormal results of exp
+rounded once, log of denormals). Every function is within 1.3 ULP of the
+correctly rounded result over all f32 inputs, exp, expm1, log and log1p
+within 1 ULP like the C library (docs/cpu.md, ``tools/measure_ulp.py``), so
+``shlo-precise-libm-calls`` is not needed for f32 after it. f16 and bf16
+compute in f32 and round once; f64 keeps its C library calls.
+
+  %0 = math.exp %x : vector<16xf32>
+  ==>
+  %t = math.fma %x, %log2e, %magic : vector<16xf32>     // n = round(x / ln 2)
+  ...
+  %q = arith.addf %head, %low : vector<16xf32>          // exp(r), |r| <= ln(2) / 2
+  ...
+  %0 = arith.mulf %scaled, %scale : vector<16xf32>     // q * 2^n, rounded once
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.ir_utils import create_value, ops_named
+from shlo.pass_framework import Pass
+
+# arith.cmpf predicates.
+OEQ, OGT, OLT, ULT = 1, 2, 4, 11
+# arith.cmpi predicates.
+EQ, SGT, SGE = 0, 4, 5
+
+LN2_HI = 0.693359375  # 9 significant bits: n * LN2_HI is exact for |n| < 2^15
+LN2_LO = -2.12194440e-4  # ln(2) - LN2_HI
+# fma(x, 1/ln 2, MAGIC) - MAGIC rounds x / ln 2 to the nearest integer (|x| < 2^22).
+MAGIC = 12582912.0  # 1.5 * 2^23
+MAGIC_BITS = 0x4B400000
+FLT_MIN = 2.0**-126
+
+# expm1(r) = r + r^2 EXPM1(r) on [-ln(2)/2, ln(2)/2] (relative error 5e-10).
+EXPM1 = (
+    0.5,
+    0.1666666716337204,
+    0.04166647046804428,
+    0.008333193138241768,
+    0.0013934571761637926,
+    0.0001995737402467057,
+)
+# log((1 + s) / (1 - s)) = 2 s + s z LOG(z), z = s^2 <= (3 - 2 sqrt(2))^2 (3e-11).
+LOG = (0.6666666269302368, 0.4000084698200226, 0.2851046919822693, 0.2402092069387436)
+# tanh(x) = x + x^3 TANH(x^2) on [-0.625, 0.625] (relative error 2e-10).
+TANH = (
+    -0.3333333134651184,
+    0.13333222270011902,
+    -0.053948454558849335,
+    0.021708671003580093,
+    -0.008194821886718273,
+    0.0021573458798229694,
+)
+# erf(x) = x + x ERF(x^2) on [-1, 1] (relative error 1.5e-9).
+ERF = (
+    0.12837916612625122,
+    -0.3761262595653534,
+    0.1128358244895935,
+    -0.026853643357753754,
+    0.005187962669879198,
+    -0.0008006793214008212,
+    7.842288323445246e-05,
+)
+# erfc(x) = exp(-x^2) ERFC(x - 2.5) on [1, 4] (error 3e-9 relative to erf).
+ERFC = (
+    0.21080760657787323,
+    -0.0743408128619194,
+    0.024921290576457977,
+    -0.008125154301524162,
+    0.0022893918212503195,
+    -0.0006995081203058362,
+    0.0005064092692919075,
+    0.0002089004119625315,
+    0.0001041187351802364,
+)
+
+
+class _Builder:
+    """Builds f32 code at the current insertion point, on scalars or on vectors of one shape."""
+
+    def __init__(self, shape: Sequence[int] | None) -> None:
+        def shaped(element: ir.Type) -> ir.Type:
+            return element if shape is None else ir.VectorType.get(list(shape), element)
+
+        self.f32 = shaped(ir.F32Type.get())
+        self.i32 = shaped(ir.IntegerType.get_signless(32))
+        self.i1 = shaped(ir.IntegerType.get_signless(1))
+
+    def _const(self, type_: ir.Type, scalar: ir.Attribute) -> ir.Value:
+        value = scalar if type_ == scalar.type else ir.DenseElementsAttr.get_splat(type_, scalar)
+        return create_value("arith.constant", [], type_, value=value)
+
+    def f(self, value: float) -> ir.Value:
+        return self._const(self.f32, ir.FloatAttr.get(ir.F32Type.get(), value))
+
+    def i(self, value: int) -> ir.Value:
+        return self._const(self.i32, ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value))
+
+    def _float(self, value: ir.Value | float) -> ir.Value:
+        return self.f(value) if isinstance(value, (int, float)) else value
+
+    def _int(self, value: ir.Value | int) -> ir.Value:
+        return self.i(value) if isinstance(value, int) else value
+
+    def arith(self, name: str, *operands: ir.Value | float) -> ir.Value:
+        values = [self._float(operand) for operand in operands]
+        return create_value(name, values, values[0].type)
+
+    def add(self, a: ir.Value | float, b: ir.Value | float) -> ir.Value:
+        return self.arith("arith.addf", a, b)
+
+    def sub(self, a: ir.Value | float, b: ir.Value | float) -> ir.Value:
+        return self.arith("arith.subf", a, b)
+
+    def mul(self, a: ir.Value | float, b: ir.Value | float) -> ir.Value:
+        return self.arith("arith.mulf", a, b)
+
+    def div(self, a: ir.Value | float, b: ir.Value | float) -> ir.Value:
+        return self.arith("arith.divf", a, b)
+
+    def fma(self, a: ir.Value | float, b: ir.Value | float, c: ir.Value | float) -> ir.Value:
+        """a * b + c, rounded once."""
+        return self.arith("math.fma", a, b, c)
+
+    def poly(self, x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
+        """sum(c_i x^i) by Horner's rule."""
+        result = self.f(coefficients[-1])
+        for c in reversed(coefficients[:-1]):
+            result = self.fma(result, x, c)
+        return result
+
+    def cmpf(self, predicate: int, a: ir.Value | float, b: ir.Value | float) -> ir.Value:
+        i64 = ir.IntegerType.get_signless(64)
+        predicate_attr = ir.IntegerAttr.get(i64, predicate)
+        lhs, rhs = self._float(a), self._float(b)
+        return create_value("arith.cmpf", [lhs, rhs], self.i1, predicate=predicate_attr)
+
+    def cmpi(self, predicate: int, a: ir.Value, b: ir.Value | int) -> ir.Value:
+        i64 = ir.IntegerType.get_signless(64)
+        predicate_attr = ir.IntegerAttr.get(i64, predicate)
+        return create_value("arith.cmpi", [a, self._int(b)], self.i1, predicate=predicate_attr)
+
+    def select(self, cond: ir.Value, yes: ir.Value | float, no: ir.Value | float) -> ir.Value:
+        yes, no = self._float(yes), self._float(no)
+        return create_value("arith.select", [cond, yes, no], yes.type)
+
+    def at_most(self, x: ir.Value, high: float) -> ir.Value:
+        """min(x, high); NaN stays NaN (compares with NaN are false)."""
+        return self.select(self.cmpf(OGT, x, high), high, x)
+
+    def clamp(self, x: ir.Value, low: float, high: float) -> ir.Value:
+        """x limited to [low, high]; NaN stays NaN."""
+        x = self.at_most(x, high)
+        return self.select(self.cmpf(OLT, x, low), low, x)
+
+    def unary(self, name: str, x: ir.Value) -> ir.Value:
+        return create_value(name, [x], x.type)
+
+    def copysign(self, magnitude: ir.Value, sign: ir.Value) -> ir.Value:
+        return create_value("math.copysign", [magnitude, sign], magnitude.type)
+
+    def bits(self, x: ir.Value) -> ir.Value:
+        return create_value("arith.bitcast", [x], self.i32)
+
+    def from_bits(self, x: ir.Value) -> ir.Value:
+        return create_value("arith.bitcast", [x], self.f32)
+
+    def iop(self, name: str, a: ir.Value, b: ir.Value | int) -> ir.Value:
+        return create_value(f"arith.{name}", [a, self._int(b)], self.i32)
+
+    def to_float(self, n: ir.Value) -> ir.Value:
+        return create_value("arith.sitofp", [n], self.f32)
+
+    def pow2(self, n: ir.Value) -> ir.Value:
+        """2^n for an integer n in [-126, 127], from its exponent bits."""
+        return self.from_bits(self.iop("shli", self.iop("addi", n, 127), 23))
+
+
+@dataclass
+class _Reduced:
+    """x = n ln(2) + r with |r| <= ln(2) / 2, r rounded; r = r_hi - n LN2_LO before rounding."""
+
+    n: ir.Value  # i32
+    minus_n: ir.Value  # -n as a float
+    r_hi: ir.Value  # x - n LN2_HI, exact
+    r: ir.Value
+
+
+def _reduce(b: _Builder, x: ir.Value) -> _Reduced:
+    """Cody-Waite reduction by ln(2), for |x| < 2^22."""
+    t = b.fma(x, 1 / math.log(2), MAGIC)
+    n = b.iop("subi", b.bits(t), MAGIC_BITS)
+    minus_n = b.unary("arith.negf", b.sub(t, MAGIC))
+    r_hi = b.fma(minus_n, LN2_HI, x)
+    return _Reduced(n, minus_n, r_hi, b.fma(minus_n, LN2_LO, r_hi))
+
+
+def _sum_exactly_then_round(
+    b: _Builder, c: ir.Value, reduced: _Reduced, tail: ir.Value | float
+) -> ir.Value:
+    """c + r + r^2 EXPM1(r) + tail, rounded once in effect.
+
+    c + r_hi is split exactly into head and error (Fast2Sum: |c| >= |r_hi| or
+    c = 0); the small terms (that error, r_lo = r - r_hi, tail and the
+    polynomial) are added to the head last.
+    """
+    head = b.add(c, reduced.r_hi)
+    r_lo = b.mul(reduced.minus_n, LN2_LO)
+    small = b.add(b.add(b.sub(c, head), reduced.r_hi), b.add(r_lo, tail))
+    r = reduced.r
+    return b.add(head, b.fma(b.mul(r, r), b.poly(r, EXPM1), small))
+
+
+def approximate_exp(b: _Builder, x: ir.Value) -> ir.Value:
+    # Below -104 exp rounds to 0, above 89 to inf; the clamp keeps n in [-150, 129].
+    reduced = _reduce(b, b.clamp(x, -104.0, 89.0))
+    n = reduced.n
+    q = _sum_exactly_then_round(b, b.f(1.0), reduced, 0.0)  # exp(r)
+    # 2^n in two factors, each a normal number: q * 2^half is exact and the
+    # last product rounds once, into the denormals or to inf as it must.
+    half = b.iop("shrsi", n, 1)
+    return b.mul(b.mul(q, b.pow2(half)), b.pow2(b.iop("subi", n, half)))
+
+
+def _exp_of_moderate(b: _Builder, x: ir.Value) -> ir.Value:
+    """exp(x) within 1 ULP for x in [-87, 88], where it is normal: fewer ops than exp."""
+    reduced = _reduce(b, x)
+    r = reduced.r
+    q = b.add(b.fma(b.mul(r, r), b.poly(r, EXPM1), r), 1.0)
+    return b.mul(q, b.pow2(reduced.n))
+
+
+def approximate_expm1(b: _Builder, x: ir.Value) -> ir.Value:
+    # Below -30 expm1 rounds to -1; at 89 n = 128 and the result is inf.
+    x = b.clamp(x, -30.0, 89.0)
+    reduced = _reduce(b, x)
+    n = reduced.n
+    # expm1(x) = 2^n q with q = (1 - 2^-n) + expm1(r). c = 1 - 2^-n is exact
+    # for |n| <= 24; its rounding error is kept for the others.
+    power = b.pow2(b.iop("subi", b.i(0), b.select(b.cmpi(SGT, n, 100), b.i(100), n)))
+    c = b.sub(1.0, power)
+    c_error = b.select(
+        b.cmpi(SGE, n, 0),
+        b.sub(b.unary("arith.negf", power), b.sub(c, 1.0)),
+        b.sub(1.0, b.add(c, power)),
+    )
+    q = _sum_exactly_then_round(b, c, reduced, c_error)
+    # 2^n q as 2 (2^(n - 1) q): 2^128 is not an f32.
+    scaled = b.mul(b.mul(q, b.pow2(b.iop("subi", n, 1))), 2.0)
+    result = b.select(b.cmpi(EQ, n, 0), q, scaled)  # q may be a denormal
+    # +-0 keep their sign (q is +0 for -0).
+    return b.select(b.cmpf(OEQ, x, 0.0), x, result)
+
+
+def _log_parts(b: _Builder, u: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(e, f, tail) with log(u) = e ln(2) + f + tail for a finite u > 0, e a float."""
+    # Denormals are scaled into the normal range first.
+    denormal = b.cmpf(OLT, u, FLT_MIN)
+    u = b.select(denormal, b.mul(u, 2.0**23), u)
+    # u = 2^e m with m in [sqrt(1/2), sqrt(2)): the exponent field of
+    # bits - bits(sqrt(1/2)) is e, its mantissa field plus bits(sqrt(1/2)) is m.
+    offset = 0x3F3504F3  # bits of sqrt(1/2)
+    shifted = b.iop("subi", b.bits(u), offset)
+    e = b.iop("shrsi", shifted, 23)
+    m = b.from_bits(b.iop("addi", b.iop("andi", shifted, 0x7FFFFF), offset))
+    e_float = b.sub(b.to_float(e), b.select(denormal, 23.0, 0.0))
+    f = b.sub(m, 1.0)  # exact
+    # log(1 + f) = f - f^2 / 2 + s (f^2 / 2 + R) with s = f / (2 + f), R = z LOG(z), z = s^2.
+    s = b.div(f, b.add(f, 2.0))
+    z = b.mul(s, s)
+    half_f2 = b.mul(b.mul(f, f), 0.5)
+    r = b.mul(z, b.poly(z, LOG))
+    tail = b.sub(b.fma(s, b.add(half_f2, r), b.mul(e_float, LN2_LO)), half_f2)
+    return e_float, f, tail
+
+
+def _log_specials(b: _Builder, u: ir.Value, result: ir.Value) -> ir.Value:
+    result = b.select(b.cmpf(OEQ, u, math.inf), u, result)
+    result = b.select(b.cmpf(OEQ, u, 0.0), -math.inf, result)
+    return b.select(b.cmpf(ULT, u, 0.0), math.nan, result)  # also NaN
+
+
+def approximate_log(b: _Builder, x: ir.Value) -> ir.Value:
+    e, f, tail = _log_parts(b, x)
+    return _log_specials(b, x, b.fma(e, LN2_HI, b.add(f, tail)))
+
+
+def approximate_log1p(b: _Builder, x: ir.Value) -> ir.Value:
+    u = b.add(x, 1.0)
+    e, f, tail = _log_parts(b, u)
+    # log(1 + x) = log(u) + c with c = (x - (u - 1)) / u, the rounding error
+    # of 1 + x (u - 1 is exact); meaningless once u is huge or inf.
+    c = b.div(b.sub(x, b.sub(u, 1.0)), u)
+    c = b.select(b.cmpf(OLT, u, 2.0**24), c, 0.0)
+    result = _log_specials(b, u, b.fma(e, LN2_HI, b.add(f, b.add(tail, c))))
+    # log1p(x) rounds to x below 2^-24, which also keeps the sign of +-0.
+    tiny = b.cmpf(OLT, b.unary("math.absf", x), 2.0**-24)
+    return b.select(tiny, x, result)
+
+
+def approximate_tanh(b: _Builder, x: ir.Value) -> ir.Value:
+    a = b.unary("math.absf", x)
+    a2 = b.mul(a, a)
+    small = b.fma(b.mul(a, a2), b.poly(a2, TANH), a)
+    # tanh(a) = 1 - 2 / (exp(2a) + 1), with exp(2a) >= 3.4 here: the error of
+    # the quotient shrinks with it. Beyond a = 9 the result rounds to 1.
+    e = _exp_of_moderate(b, b.mul(b.at_most(a, 10.0), 2.0))
+    large = b.sub(1.0, b.div(2.0, b.add(e, 1.0)))
+    return b.copysign(b.select(b.cmpf(OLT, a, 0.625), small, large), x)
+
+
+def approximate_erf(b: _Builder, x: ir.Value) -> ir.Value:
+    a = b.unary("math.absf", x)
+    small = b.fma(x, b.poly(b.mul(x, x), ERF), x)
+    # Above 4, 1 - erfc(x) rounds to 1.
+    clamped = b.at_most(a, 4.0)
+    erfc = b.mul(
+        _exp_of_moderate(b, b.mul(b.unary("arith.negf", clamped), clamped)),
+        b.poly(b.sub(clamped, 2.5), ERFC),
+    )
+    large = b.copysign(b.sub(1.0, erfc), x)
+    return b.select(b.cmpf(OLT, a, 1.0), small, large)
+
+
+APPROXIMATIONS: dict[str, Callable[[_Builder, ir.Value], ir.Value]] = {
+    "math.exp": approximate_exp,
+    "math.expm1": approximate_expm1,
+    "math.log": approximate_log,
+    "math.log1p": approximate_log1p,
+    "math.tanh": approximate_tanh,
+    "math.erf": approximate_erf,
+}
+# Computed in f32 and rounded once.
+WIDENED = ("f16", "bf16")
+
+
+def _shape(type_: ir.Type) -> tuple[list[int] | None, ir.Type] | None:
+    """(vector shape or None for a scalar, element type) of a fixed-size vector or scalar."""
+    if isinstance(type_, ir.VectorType):
+        if any(type_.scalable_dims):
+            return None
+        return list(type_.shape), type_.element_type
+    if isinstance(type_, ir.FloatType):
+        return None, type_
+    return None
+
+
+@dataclass(frozen=True)
+class ApproximateMathPass(Pass):
+    """Replace f32 (and f16, bf16) exp, expm1, log, log1p, tanh and erf by arith code."""
+
+    argument: ClassVar[str] = "shlo-approximate-math"
+
+    def run(self, module: ir.Operation) -> None:
+        for op in ops_named(module, *APPROXIMATIONS):
+            type_ = op.results[0].type
+            parts = _shape(type_)
+            if parts is None:  # tensors, scalable vectors: left to other lowerings
+                continue
+            shape, element = parts
+            if str(element) != "f32" and str(element) not in WIDENED:
+                continue  # f64 keeps the C library
+            with op.location, ir.InsertionPoint(op):
+                b = _Builder(shape)
+                x = op.operands[0]
+                if x.type != b.f32:
+                    x = create_value("arith.extf", [x], b.f32)
+                result = APPROXIMATIONS[op.name](b, x)
+                if result.type != type_:
+                    result = create_value("arith.truncf", [result], type_)
+            op.results[0].replace_all_uses_with(result)
+            op.erase()

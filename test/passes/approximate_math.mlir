@@ -1,0 +1,69 @@
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-approximate-math)' | FileCheck %s
+
+// exp: n = round(x / ln 2) by the 1.5 * 2^23 trick, r by Cody-Waite, 2^n in two factors.
+// CHECK-LABEL: func @exp_scalar
+// CHECK-SAME: (%[[X:.+]]: f32)
+// CHECK-NOT: math.exp
+// CHECK: %[[T:.+]] = math.fma %{{.+}}, %{{.+}}, %{{.+}} : f32
+// CHECK: arith.bitcast %[[T]] : f32 to i32
+// CHECK: %[[HALF:.+]] = arith.shrsi %[[N:.+]], %{{.+}} : i32
+// CHECK: arith.subi %[[N]], %[[HALF]] : i32
+// CHECK: %[[R:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
+// CHECK-NEXT: return %[[R]]
+func.func @exp_scalar(%x: f32) -> f32 {
+  %0 = math.exp %x : f32
+  return %0 : f32
+}
+
+// -----
+
+// Vectors of any shape; no branches, every op on the whole vector.
+// CHECK-LABEL: func @vectors
+// CHECK-NOT: math.tanh
+// CHECK-NOT: math.log1p
+// CHECK-NOT: scf.
+// CHECK: math.fma %{{.+}}, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: %[[TANH:.+]] = math.copysign %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.bitcast %{{.+}} : vector<2x8xf32> to vector<2x8xi32>
+// CHECK: math.absf %{{.+}} : vector<2x8xf32>
+// CHECK: %[[LOG1P:.+]] = arith.select %{{.+}}, %{{.+}}, %{{.+}} : vector<2x8xi1>, vector<2x8xf32>
+// CHECK-NEXT: return %[[TANH]], %[[LOG1P]]
+func.func @vectors(%x: vector<16xf32>, %y: vector<2x8xf32>) -> (vector<16xf32>, vector<2x8xf32>) {
+  %0 = math.tanh %x : vector<16xf32>
+  %1 = math.log1p %y : vector<2x8xf32>
+  return %0, %1 : vector<16xf32>, vector<2x8xf32>
+}
+
+// -----
+
+// bf16 and f16 compute in f32 and round once.
+// CHECK-LABEL: func @small_floats
+// CHECK-NOT: math.erf
+// CHECK-NOT: math.log
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK: %[[ERF:.+]] = arith.truncf %{{.+}} : f32 to bf16
+// CHECK-NEXT: arith.extf %{{.+}} : vector<4xf16> to vector<4xf32>
+// CHECK: %[[LOG:.+]] = arith.truncf %{{.+}} : vector<4xf32> to vector<4xf16>
+// CHECK-NEXT: return %[[ERF]], %[[LOG]]
+func.func @small_floats(%x: bf16, %y: vector<4xf16>) -> (bf16, vector<4xf16>) {
+  %0 = math.erf %x : bf16
+  %1 = math.log %y : vector<4xf16>
+  return %0, %1 : bf16, vector<4xf16>
+}
+
+// -----
+
+// f64 keeps the C library, tensors and other math ops are left alone.
+// CHECK-LABEL: func @untouched
+// CHECK: %[[A:.+]] = math.exp %{{.+}} : f64
+// CHECK: %[[B:.+]] = math.expm1 %{{.+}} : vector<4xf64>
+// CHECK: %[[C:.+]] = math.tanh %{{.+}} : tensor<4xf32>
+// CHECK: %[[D:.+]] = math.sin %{{.+}} : f32
+// CHECK: return %[[A]], %[[B]], %[[C]], %[[D]]
+func.func @untouched(%x: f64, %y: vector<4xf64>, %z: tensor<4xf32>, %w: f32) -> (f64, vector<4xf64>, tensor<4xf32>, f32) {
+  %0 = math.exp %x : f64
+  %1 = math.expm1 %y : vector<4xf64>
+  %2 = math.tanh %z : tensor<4xf32>
+  %3 = math.sin %w : f32
+  return %0, %1, %2, %3 : f64, vector<4xf64>, tensor<4xf32>, f32
+}
