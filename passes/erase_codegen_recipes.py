@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
+from shlo.codegen_recipes import PARTIAL_TILES
 from shlo.pass_framework import Pass
 
 
 @dataclass(frozen=True)
 class EraseCodegenRecipesPass(Pass):
-    """Erase transform.named_sequence ops and the module's transform attribute."""
+    """Erase transform.named_sequence ops, the module's transform attribute and op tags."""
 
     argument: ClassVar[str] = "shlo-erase-codegen-recipes"
 
@@ -34,3 +35,20 @@ class EraseCodegenRecipesPass(Pass):
                 op.operation.erase()
         if "transform.with_named_sequence" in module.attributes:
             del module.attributes["transform.with_named_sequence"]
+        _erase_tags(module)
+
+
+# What shlo-plan-vector-codegen puts on the ops it plans, and the codegen
+# recipes on the loops over partial tiles.
+_TAGS = ("shlo.codegen_op", "shlo.vectorize", PARTIAL_TILES)
+
+
+def _erase_tags(op: ir.Operation) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                for tag in _TAGS:
+                    if tag in inner.attributes:
+                        del inner.attributes[tag]
+                _erase_tags(inner)

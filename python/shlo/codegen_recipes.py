@@ -11,6 +11,7 @@ only how that kind of op is generated.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # The linalg ops of each kind, as stablehlo-legalize-to-linalg emits them.
@@ -20,6 +21,7 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
         "linalg.conv_1d_nwc_wcf",
         "linalg.conv_2d_nhwc_hwcf",
         "linalg.conv_3d_ndhwc_dhwcf",
+        "linalg.depthwise_conv_2d_nhwc_hwc",
         "linalg.depthwise_conv_2d_nhwc_hwcm",
     ),
 }
@@ -32,16 +34,253 @@ class Recipe:
     name: str
     kind: str
     transform: str
+    # Named sequences (matchers and actions) that ``transform`` calls, placed
+    # before the main sequence.
+    definitions: str = ""
 
     def sequence_body(self, index: int) -> str:
         names = ", ".join(f'"{op}"' for op in OP_KINDS[self.kind])
-        body = self.transform.replace("%ops", f"%ops{index}")
+        # Every handle gets the recipe's index: recipes share one sequence.
+        body = re.sub(r"%(?!root\b)([A-Za-z_]\w*)", rf"%\g<1>{index}", self.transform)
         return (
             f"    %ops{index} = transform.structured.match ops{{[{names}]}} in %root"
             " : (!transform.any_op) -> !transform.any_op\n"
             f"    {body}\n"
         )
 
+
+def _match_32_bit(matcher: str, op_name: str, loops: int, filled: bool = False) -> str:
+    """A matcher for ``op_name`` whose two inputs and init have 32-bit elements.
+
+    Every one of its ``loops`` iteration dimensions must be non-empty (tiling
+    an empty one crashes). ``filled``: only if a linalg.fill produces the
+    init, which is matched too.
+
+    f32 is what the recipes are tuned for; i32 passes too and stays exact
+    (integer products and sums are the same in any order). Mixed and other
+    widths (i8 x i8 -> i32, f16, f64, complex) keep the scalar loops.
+    """
+    checks = "".join(
+        f"    %{name} = transform.match.structured.{part} %s[{index}]"
+        " : (!transform.any_op) -> !transform.any_value\n"
+        f"    %{name}_bits = transform.match.structured.elemental_bitwidth %{name}"
+        " : (!transform.any_value) -> !transform.param<i64>\n"
+        f"    transform.match.param.cmpi eq %{name}_bits, %c32 : !transform.param<i64>\n"
+        for name, part, index in (("lhs", "input", 0), ("rhs", "input", 1), ("acc", "init", 0))
+    ) + "".join(
+        f"    %d{i} = transform.match.structured.dim %s[{i}]"
+        " : (!transform.any_op) -> !transform.param<i64>\n"
+        f"    transform.match.param.cmpi gt %d{i}, %c0 : !transform.param<i64>\n"
+        for i in range(loops)
+    )
+    results = "!transform.any_op, !transform.any_op" if filled else "!transform.any_op"
+    fill = (
+        "  %fill = transform.get_producer_of_operand %op[2]"
+        " : (!transform.any_op) -> !transform.any_op\n"
+        '  transform.match.operation_name %fill ["linalg.fill"] : !transform.any_op\n'
+        if filled
+        else ""
+    )
+    return (
+        f"transform.named_sequence @{matcher}"
+        f"(%op: !transform.any_op {{transform.readonly}}) -> ({results}) {{\n"
+        f'  transform.match.operation_name %op ["{op_name}"] : !transform.any_op\n'
+        "  %m = transform.match.structured failures(propagate) %op"
+        " : (!transform.any_op) -> !transform.any_op {\n"
+        "  ^bb0(%s: !transform.any_op):\n"
+        "    %c32 = transform.param.constant 32 : i64 -> !transform.param<i64>\n"
+        "    %c0 = transform.param.constant 0 : i64 -> !transform.param<i64>\n"
+        f"{checks}"
+        "    transform.match.structured.yield %s : !transform.any_op\n"
+        "  }\n"
+        f"{fill}"
+        f"  transform.yield {'%op, %fill' if filled else '%op'} : {results}\n"
+        "}\n"
+    )
+
+
+# Marks the loops over partial tiles that peeling splits off.
+PARTIAL_TILES = "shlo.partial_tiles"
+
+
+def _peel(loop: str) -> str:
+    """Split full tiles from the last partial one; nothing to do (a silenced failure) if none."""
+    return (
+        f"  transform.sequence {loop} : !transform.any_op failures(suppress) {{\n"
+        "  ^bb0(%loop: !transform.any_op):\n"
+        '    %for = transform.cast %loop : !transform.any_op to !transform.op<"scf.for">\n'
+        "    %full, %partial = transform.loop.peel %for"
+        ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
+        f'    transform.annotate %partial "{PARTIAL_TILES}" : !transform.any_op\n'
+        "  }\n"
+    )
+
+
+def _sizes(values: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, values)) + "]"
+
+
+def _lower_contractions_and_hoist(scope: str) -> str:
+    """vector.contract -> outer products -> vector.fma; accumulators out of the reduction loops."""
+    any_op = "!transform.any_op"
+    # Twice: the first round folds all-true masks, which exposes their
+    # transfers to the permutation patterns only in the second (else
+    # broadcasts stay inside the contractions and lower badly).
+    to_contract = (
+        f"  transform.apply_patterns to {scope} {{\n"
+        "    transform.apply_patterns.vector.reduction_to_contract\n"
+        "    transform.apply_patterns.vector.transfer_permutation_patterns\n"
+        "    transform.apply_patterns.canonicalization\n"
+        f"  }} : {any_op}\n"
+    )
+    return (
+        # Masked (partial) tiles: their unit reductions fold to multiply-adds
+        # first, which lower far better than masked contractions.
+        f"  %partial = transform.structured.match attributes {{{PARTIAL_TILES}}} in {scope}"
+        f" : ({any_op}) -> {any_op}\n"
+        f"  transform.apply_patterns to %partial {{\n"
+        "    transform.apply_patterns.canonicalization\n"
+        f"  }} : {any_op}\n" + to_contract * 2 + f"  transform.apply_cse to {scope} : {any_op}\n"
+        f"  transform.apply_patterns to {scope} {{\n"
+        "    transform.apply_patterns.vector.lower_masked_transfers\n"
+        '    transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"\n'
+        "    transform.apply_patterns.vector.lower_outerproduct\n"
+        f"  }} : {any_op}\n"
+        # The accumulators: read before the reduction loops, carried in
+        # registers, written after. Hoisting goes out one loop per round.
+        f'  %fors = transform.structured.match ops{{["scf.for"]}} in {scope}'
+        f" : ({any_op}) -> {any_op}\n"
+        f"  transform.apply_licm to %fors : {any_op}\n"
+        + f"  transform.loop.hoist_loop_invariant_subsets %fors : {any_op}\n"
+        * 3
+        # Drops the loop-carried values the hoisting left unused.
+        + f"  transform.apply_patterns to {scope} {{\n"
+        "    transform.apply_patterns.canonicalization\n"
+        f"  }} : {any_op}\n"
+    )
+
+
+def _vectorize_contraction(
+    action: str,
+    op_name: str,
+    batch: int,
+    thread_tile: tuple[int, int],
+    register_tile: tuple[int, int],
+    k_tile: int,
+    filled: bool = False,
+) -> str:
+    """Tiles for threads, the cache and registers, then FMAs on register-held accumulators.
+
+    ``batch`` leading batch dimensions (tiled by 1). An (mr x nr) accumulator
+    tile lives in vector registers across the k loop: each k step broadcasts
+    mr values of the lhs and FMAs them with nr values of the rhs row
+    (vector.contract -> outer products -> vector.fma). Full tiles are peeled
+    from partial ones, which are masked. ``filled``: the action also takes the
+    linalg.fill of the init and fills each thread's tile right before using
+    it (in cache) instead of the whole result first.
+    """
+    ones = (1,) * batch
+    zeros = (0,) * batch
+    any_op = "!transform.any_op"
+    fill_argument = f", %fill: {any_op} {{transform.consumed}}" if filled else ""
+    parts = [
+        f"transform.named_sequence @{action}(%op: {any_op} {{transform.consumed}}"
+        f"{fill_argument}) {{\n",
+        # scf.forall over output tiles: the threads.
+        f"  %tile, %forall = transform.structured.tile_using_forall %op"
+        f" tile_sizes {_sizes(ones + thread_tile)} : ({any_op}) -> ({any_op}, {any_op})\n",
+        f"  %fused, %container = transform.structured.fuse_into_containing_op %fill into %forall"
+        f" : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n"
+        if filled
+        else "",
+        # The k loop outside: a (k_tile x nr) slice of the rhs stays in L1.
+        f"  %ktile, %kloop = transform.structured.tile_using_for %tile"
+        f" tile_sizes {_sizes((*zeros, 0, 0, k_tile))} : ({any_op}) -> ({any_op}, {any_op})\n",
+        f"  %reg, %loops:{batch + 3} = transform.structured.tile_using_for %ktile"
+        f" tile_sizes {_sizes(ones + register_tile + (1,))}"
+        f" : ({any_op}) -> ({', '.join([any_op] * (batch + 4))})\n",
+        # Inner loop first: peeling the outer one copies the inner one's halves.
+        _peel(f"%loops#{batch + 1}"),
+        _peel(f"%loops#{batch}"),
+        f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
+        f" : ({any_op}) -> {any_op}\n",
+        f"  transform.foreach %tiles : {any_op} {{\n",
+        f"  ^bb0(%t: {any_op}):\n",
+        f"    transform.structured.vectorize %t vector_sizes"
+        f" {_sizes(ones + register_tile + (1,))} : {any_op}\n",
+        "  }\n",
+        _lower_contractions_and_hoist("%forall"),
+        "  transform.yield\n",
+        "}\n",
+    ]
+    return "".join(parts)
+
+
+# f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers).
+_MATMUL_DEFINITIONS = "".join(
+    _match_32_bit(f"match_{name}_32{suffix}", f"linalg.{name}", batch + 3, filled)
+    + _vectorize_contraction(
+        f"vectorize_{name}{suffix}", f"linalg.{name}", batch, (256, 128), (8, 32), 256, filled
+    )
+    for name, batch in (("matmul", 0), ("batch_matmul", 1))
+    for suffix, filled in (("_filled", True), ("", False))
+)
+
+
+def _vectorize_conv_2d(
+    action: str, op_name: str, reductions: int, thread_rows: int, register_tile: tuple[int, int]
+) -> str:
+    """2-D NHWC convolutions with an (ow x oc) accumulator tile in registers.
+
+    Tiles of one output row, ``register_tile`` = (ow, oc), and one step of
+    each of the ``reductions`` loops (filter rows and columns, and input
+    channels unless depthwise) are 1-D convolutions (decompose). They
+    vectorize to one outer product (ow input values, broadcast, times oc
+    filter values) or, depthwise, to ow FMAs of oc lanes. Full tiles are
+    peeled from partial ones; partial tiles (dynamic shapes, which the
+    convolution vectorizer does not mask) stay scalar loops.
+    """
+    any_op = "!transform.any_op"
+    ow, oc = register_tile
+    loops = 4 + reductions
+    steps = ", ".join(["1"] * reductions)
+    return (
+        f"transform.named_sequence @{action}(%op: {any_op} {{transform.consumed}}) {{\n"
+        f"  %tile, %forall = transform.structured.tile_using_forall %op"
+        f" tile_sizes [1, {thread_rows}] : ({any_op}) -> ({any_op}, {any_op})\n"
+        # n, oh, ow, oc, then the reductions kh, kw (and ic).
+        f"  %reg, %loops:{loops} = transform.structured.tile_using_for %tile"
+        f" tile_sizes [1, 1, {ow}, {oc}, {steps}]"
+        f" : ({any_op}) -> ({', '.join([any_op] * (loops + 1))})\n"
+        + _peel("%loops#3")
+        + _peel("%loops#2")
+        # Static tile sizes in the peeled loops: the convolution vectorizer needs them.
+        + "  transform.apply_patterns to %forall {\n"
+        "    transform.apply_patterns.canonicalization\n"
+        f"  }} : {any_op}\n"
+        + f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
+        f" : ({any_op}) -> {any_op}\n"
+        f"  transform.foreach %tiles : {any_op} {{\n"
+        f"  ^bb0(%t: {any_op}):\n"
+        f"    transform.sequence %t : {any_op} failures(suppress) {{\n"
+        f"    ^bb0(%conv: {any_op}):\n"
+        f"      %conv1d = transform.structured.decompose %conv : ({any_op}) -> {any_op}\n"
+        f"      transform.structured.vectorize %conv1d : {any_op}\n"
+        "    }\n"
+        "  }\n" + _lower_contractions_and_hoist("%forall") + "  transform.yield\n"
+        "}\n"
+    )
+
+
+# f32 2-D convolutions (NHWC): 8 output columns x 32 output channels per tile.
+_CONV_DEFINITIONS = (
+    _match_32_bit("match_conv_2d_nhwc_hwcf_32", "linalg.conv_2d_nhwc_hwcf", 7)
+    + _match_32_bit("match_depthwise_conv_2d_nhwc_hwc_32", "linalg.depthwise_conv_2d_nhwc_hwc", 6)
+    + _vectorize_conv_2d("vectorize_conv_2d_nhwc_hwcf", "linalg.conv_2d_nhwc_hwcf", 3, 4, (8, 32))
+    + _vectorize_conv_2d(
+        "vectorize_depthwise_conv_2d_nhwc_hwc", "linalg.depthwise_conv_2d_nhwc_hwc", 2, 4, (8, 32)
+    )
+)
 
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe
@@ -52,6 +291,33 @@ RECIPES: dict[str, Recipe] = {
             "contraction",
             "%tiled, %loops:2 = transform.structured.tile_using_for %ops tile_sizes [32, 32]"
             " : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)",
+        ),
+        # Threads over output tiles, registers holding 8x32 accumulator tiles,
+        # FMAs: see _vectorize_contraction. Only (batch) matmuls of 32-bit types.
+        Recipe(
+            "vectorize-matmul",
+            "contraction",
+            '%funcs = transform.structured.match ops{["func.func"]} in %root'
+            " : (!transform.any_op) -> !transform.any_op\n"
+            "    %matched = transform.foreach_match in %funcs"
+            " @match_matmul_32_filled -> @vectorize_matmul_filled,"
+            " @match_matmul_32 -> @vectorize_matmul,"
+            " @match_batch_matmul_32_filled -> @vectorize_batch_matmul_filled,"
+            " @match_batch_matmul_32 -> @vectorize_batch_matmul"
+            " : (!transform.any_op) -> !transform.any_op",
+            _MATMUL_DEFINITIONS,
+        ),
+        # Convolutions as register-tiled outer products: see _vectorize_conv_2d.
+        Recipe(
+            "vectorize-conv",
+            "convolution",
+            '%funcs = transform.structured.match ops{["func.func"]} in %root'
+            " : (!transform.any_op) -> !transform.any_op\n"
+            "    %matched = transform.foreach_match in %funcs"
+            " @match_conv_2d_nhwc_hwcf_32 -> @vectorize_conv_2d_nhwc_hwcf,"
+            " @match_depthwise_conv_2d_nhwc_hwc_32 -> @vectorize_depthwise_conv_2d_nhwc_hwc"
+            " : (!transform.any_op) -> !transform.any_op",
+            _CONV_DEFINITIONS,
         ),
     )
 }
@@ -67,8 +333,9 @@ def transform_module_text(recipe_names: tuple[str, ...]) -> str:
             f"unknown codegen recipe {unknown[0]!r}; known: {', '.join(sorted(RECIPES))}"
         )
     bodies = "".join(RECIPES[name].sequence_body(i) for i, name in enumerate(recipe_names))
+    definitions = "".join(dict.fromkeys(RECIPES[name].definitions for name in recipe_names))
     return (
-        f"transform.named_sequence @{SEQUENCE_NAME}"
+        definitions + f"transform.named_sequence @{SEQUENCE_NAME}"
         "(%root: !transform.any_op {transform.readonly}) {\n"
         f"{bodies}    transform.yield\n}}"
     )

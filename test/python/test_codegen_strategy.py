@@ -8,7 +8,9 @@ import re
 import numpy as np
 import pytest
 import shlo
+from shlo.codegen_recipes import PARTIAL_TILES
 from shlo.cpu_pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.dtypes import numpy_dtype
 from shlo.lowering import FRONTEND
 from shlo.pipeline import run_pipeline
 
@@ -30,7 +32,7 @@ def tensor_codegen_ir(pipeline: CpuPipeline) -> str:
 
 
 def test_recipe_tiles_only_contractions() -> None:
-    default = tensor_codegen_ir(CpuPipeline())
+    default = tensor_codegen_ir(CpuPipeline(strategy=SCALAR_LOOPS))
     tiled = tensor_codegen_ir(CpuPipeline(strategy=TILED))
     assert "scf.for" not in default
     assert tiled.count("scf.for") == 2
@@ -55,3 +57,374 @@ def test_unknown_recipe_is_reported() -> None:
     bad = dataclasses.replace(SCALAR_LOOPS, recipes=("tile-everything",))
     with pytest.raises(shlo.ShloError, match="unknown codegen recipe 'tile-everything'"):
         shlo.compile(MATMUL_RELU, isolate=False, pipeline=CpuPipeline(strategy=bad))
+
+
+# The vectorize-matmul and vectorize-conv recipes with the passes their vector
+# code needs after bufferization, on two threads (the tiles of scf.forall
+# become OpenMP work). Everything else keeps the scalar loops.
+VECTOR_RECIPES = dataclasses.replace(
+    SCALAR_LOOPS,
+    name="vector-recipes",
+    recipes=("vectorize-matmul", "vectorize-conv"),
+    loop_passes=(
+        *SCALAR_LOOPS.loop_passes,
+        "scf-forall-to-parallel",
+        "convert-scf-to-openmp{num-threads=2}",
+        "convert-vector-to-scf{full-unroll=true}",
+        "func.func(lower-vector-mask)",
+        # Inlines the memref.alloca_scope of each OpenMP loop body before the
+        # control-flow lowering splits it into blocks.
+        "canonicalize",
+    ),
+)
+
+
+def dot_source(
+    lhs: tuple[int, ...], rhs: tuple[int, ...], dims: str, result: tuple[int, ...], element: str
+) -> str:
+    def tensor(shape: tuple[int, ...]) -> str:
+        return f"tensor<{'x'.join(map(str, shape))}x{element}>"
+
+    return f"""
+func.func @main(%a: {tensor(lhs)}, %b: {tensor(rhs)}) -> {tensor(result)} {{
+  %0 = stablehlo.dot_general %a, %b, {dims} : ({tensor(lhs)}, {tensor(rhs)}) -> {tensor(result)}
+  return %0 : {tensor(result)}
+}}
+"""
+
+
+def matmul_source(m: int, k: int, n: int, element: str = "f32") -> str:
+    return dot_source((m, k), (k, n), "contracting_dims = [1] x [0]", (m, n), element)
+
+
+def batch_matmul_source(b: int, m: int, k: int, n: int, element: str = "f32") -> str:
+    dims = "batching_dims = [0] x [0], contracting_dims = [2] x [1]"
+    return dot_source((b, m, k), (b, k, n), dims, (b, m, n), element)
+
+
+def lowered_loops(source: str) -> str:
+    module = shlo.load_module(source)
+    run_pipeline(
+        module, FRONTEND + CpuPipeline(strategy=VECTOR_RECIPES).elements(through="loop-codegen")
+    )
+    return str(module)
+
+
+def run_f32(source: str, *shapes: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+    rng = np.random.default_rng(sum(map(sum, shapes)))
+    args = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(*args)
+    return got, args
+
+
+def assert_close_f32(got: np.ndarray, want: np.ndarray, depth: int) -> None:
+    # f32 products summed in another order: the error grows with the depth.
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * depth)
+
+
+# Full tiles, partial tiles in every dimension, single rows and columns (1xN,
+# Nx1), a contraction of depth 1, and sizes below one register tile.
+MATMUL_SHAPES = [
+    (1, 1, 1),
+    (1, 7, 1),
+    (5, 3, 7),
+    (1, 100, 33),
+    (33, 1, 100),
+    (100, 37, 1),
+    (1, 64, 256),
+    (256, 64, 1),
+    (8, 16, 32),
+    (67, 129, 300),
+    (130, 260, 70),
+    (128, 512, 512),
+]
+
+
+@pytest.mark.parametrize(("m", "k", "n"), MATMUL_SHAPES)
+def test_vectorized_matmul_matches_numpy(m: int, k: int, n: int) -> None:
+    got, (a, b) = run_f32(matmul_source(m, k, n), (m, k), (k, n))
+    assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
+
+
+@pytest.mark.parametrize(
+    ("b", "m", "k", "n"), [(1, 1, 1, 1), (2, 5, 3, 7), (3, 67, 129, 45), (4, 64, 32, 256)]
+)
+def test_vectorized_batch_matmul_matches_numpy(b: int, m: int, k: int, n: int) -> None:
+    got, (x, y) = run_f32(batch_matmul_source(b, m, k, n), (b, m, k), (b, k, n))
+    assert_close_f32(got, (x.astype(np.float64) @ y).astype(np.float32), k)
+
+
+def test_vectorized_matmul_matches_jax_with_a_transposed_operand_and_relu() -> None:
+    jax = pytest.importorskip("jax")
+    source = """
+func.func @main(%a: tensor<96x80xf32>, %b: tensor<72x80xf32>) -> tensor<96x72xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [1] : (tensor<96x80xf32>, tensor<72x80xf32>) -> tensor<96x72xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<96x72xf32>
+  %1 = stablehlo.maximum %0, %zero : tensor<96x72xf32>
+  return %1 : tensor<96x72xf32>
+}
+"""
+    got, (a, b) = run_f32(source, (96, 80), (72, 80))
+    want = jax.jit(lambda a, b: jax.numpy.maximum(a @ b.T, 0))(a, b)
+    assert_close_f32(got, np.asarray(want), 80)
+
+
+def test_vectorized_matmul_is_register_tiled_fma_code() -> None:
+    loops = lowered_loops(matmul_source(128, 64, 256))
+    # 8 rows x 32 columns of accumulators: 8 FMAs of 32 lanes per k step.
+    assert loops.count("vector.fma") == 8
+    assert "vector<32xf32>" in loops
+    assert "omp.parallel" in loops
+    assert "vector.contract" not in loops
+    # The accumulators stay in registers across the k loop.
+    assert re.search(r"scf.for .* iter_args\(.*\) -> \(vector<8x32xf32>\)", loops)
+
+
+@pytest.mark.parametrize("element", ["i32", "f64", "f16", "bf16"])
+def test_other_element_types_are_exact_or_keep_scalar_loops(element: str) -> None:
+    source = matmul_source(19, 23, 41, element)
+    vectorized = "vector<" in lowered_loops(source)
+    # 32-bit integers are vectorized (exact in any order), f64 is not; f16 and
+    # bf16 products are widened to f32 products before code generation.
+    assert vectorized == (element != "f64")
+    dtype = numpy_dtype(element)
+    rng = np.random.default_rng(1)
+    # Small integers: every product and sum is exact in each of these types.
+    a = rng.integers(-20, 20, (19, 23)).astype(dtype)
+    b = rng.integers(-20, 20, (23, 41)).astype(dtype)
+    want = (a.astype(np.int64) @ b.astype(np.int64)).astype(dtype)
+    for strategy in (SCALAR_LOOPS, VECTOR_RECIPES):
+        got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=strategy))(a, b)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_mixed_width_integer_matmul_keeps_scalar_loops() -> None:
+    source = """
+func.func @main(%a: tensor<9x17xi8>, %b: tensor<17x33xi8>) -> tensor<9x33xi32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<9x17xi8>, tensor<17x33xi8>) -> tensor<9x33xi32>
+  return %0 : tensor<9x33xi32>
+}
+"""
+    assert "vector<" not in lowered_loops(source)
+    rng = np.random.default_rng(2)
+    a = rng.integers(-128, 128, (9, 17)).astype(np.int8)
+    b = rng.integers(-128, 128, (17, 33)).astype(np.int8)
+    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(a, b)
+    np.testing.assert_array_equal(got, a.astype(np.int32) @ b.astype(np.int32))
+
+
+def conv_source(
+    x: tuple[int, ...],
+    w: tuple[int, ...],
+    stride: int,
+    pad: int,
+    dilation: int,
+    element: str,
+    groups: int = 1,
+) -> tuple[str, tuple[int, ...]]:
+    n, h, wd, _ = x
+    kh, kw, _, f = w
+    out = (
+        n,
+        (h + 2 * pad - dilation * (kh - 1) - 1) // stride + 1,
+        (wd + 2 * pad - dilation * (kw - 1) - 1) // stride + 1,
+        f,
+    )
+
+    def tensor(shape: tuple[int, ...]) -> str:
+        return f"tensor<{'x'.join(map(str, shape))}x{element}>"
+
+    source = f"""
+func.func @main(%x: {tensor(x)}, %w: {tensor(w)}) -> {tensor(out)} {{
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+    window = {{stride = [{stride}, {stride}], pad = [[{pad}, {pad}], [{pad}, {pad}]],
+    rhs_dilate = [{dilation}, {dilation}]}}
+    {{batch_group_count = 1 : i64, feature_group_count = {groups} : i64}}
+    : ({tensor(x)}, {tensor(w)}) -> {tensor(out)}
+  return %0 : {tensor(out)}
+}}
+"""
+    return source, out
+
+
+# (input NHWC, filter HWIO, stride, padding, dilation): full and partial
+# register tiles (8 columns x 32 channels), strides, dilations, 1x1 filters,
+# a single input channel and images smaller than one tile.
+CONV_CASES = [
+    ((1, 56, 56, 64), (3, 3, 64, 64), 1, 1, 1),
+    ((1, 17, 13, 5), (3, 3, 5, 7), 1, 1, 1),
+    ((2, 9, 11, 16), (3, 2, 16, 40), 2, 0, 1),
+    ((1, 20, 24, 3), (5, 5, 3, 33), 1, 2, 2),
+    ((1, 8, 16, 32), (1, 1, 32, 32), 1, 0, 1),
+    ((3, 4, 5, 1), (2, 2, 1, 1), 1, 0, 1),
+]
+
+
+@pytest.mark.parametrize(("x", "w", "stride", "pad", "dilation"), CONV_CASES)
+def test_vectorized_conv_matches_jax(
+    x: tuple[int, ...], w: tuple[int, ...], stride: int, pad: int, dilation: int
+) -> None:
+    jax = pytest.importorskip("jax")
+    source, _ = conv_source(x, w, stride, pad, dilation, "f32")
+    got, (image, kernel) = run_f32(source, x, w)
+    want = jax.lax.conv_general_dilated(
+        image,
+        kernel,
+        (stride, stride),
+        [(pad, pad), (pad, pad)],
+        rhs_dilation=(dilation, dilation),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        precision=jax.lax.Precision.HIGHEST,
+    )
+    assert_close_f32(got, np.asarray(want), w[0] * w[1] * w[2])
+
+
+def test_vectorized_conv_is_register_tiled_fma_code() -> None:
+    source, _ = conv_source((1, 16, 16, 64), (3, 3, 64, 64), 1, 1, 1, "f32")
+    loops = lowered_loops(source)
+    assert loops.count("vector.fma") == 8
+    assert "omp.parallel" in loops
+    # Accumulators carried in registers through the kh, kw and ic loops.
+    assert len(re.findall(r"scf.for .* -> \(vector<1x8x32xf32>\)", loops)) == 3
+
+
+@pytest.mark.parametrize("element", ["i32", "f64"])
+def test_conv_of_other_element_types_is_exact(element: str) -> None:
+    source, _ = conv_source((1, 10, 12, 8), (3, 3, 8, 40), 1, 1, 1, element)
+    assert ("vector<" in lowered_loops(source)) == (element == "i32")
+    dtype = numpy_dtype(element)
+    rng = np.random.default_rng(3)
+    x = rng.integers(-20, 20, (1, 10, 12, 8)).astype(dtype)
+    w = rng.integers(-20, 20, (3, 3, 8, 40)).astype(dtype)
+    results = [
+        shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=strategy))(x, w)
+        for strategy in (SCALAR_LOOPS, VECTOR_RECIPES)
+    ]
+    np.testing.assert_array_equal(results[0], results[1])
+    assert np.abs(results[0]).max() > 0
+
+
+# Depthwise (feature_group_count = channels): (input NHWC, filter height and
+# width, stride, padding, dilation).
+DEPTHWISE_CASES = [
+    ((1, 56, 56, 64), (3, 3), 1, 1, 1),
+    ((1, 17, 13, 40), (3, 3), 1, 1, 1),
+    ((2, 9, 11, 16), (3, 2), 2, 0, 1),
+    ((1, 12, 20, 35), (5, 5), 1, 2, 2),
+    ((1, 3, 3, 1), (2, 2), 1, 0, 1),
+]
+
+
+@pytest.mark.parametrize(("x", "window", "stride", "pad", "dilation"), DEPTHWISE_CASES)
+def test_vectorized_depthwise_conv_matches_jax(
+    x: tuple[int, ...], window: tuple[int, int], stride: int, pad: int, dilation: int
+) -> None:
+    jax = pytest.importorskip("jax")
+    channels = x[3]
+    w = (*window, 1, channels)
+    source, _ = conv_source(x, w, stride, pad, dilation, "f32", groups=channels)
+    got, (image, kernel) = run_f32(source, x, w)
+    want = jax.lax.conv_general_dilated(
+        image,
+        kernel,
+        (stride, stride),
+        [(pad, pad), (pad, pad)],
+        rhs_dilation=(dilation, dilation),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=channels,
+        precision=jax.lax.Precision.HIGHEST,
+    )
+    assert_close_f32(got, np.asarray(want), window[0] * window[1])
+
+
+def test_vectorized_depthwise_conv_is_vector_code() -> None:
+    source, _ = conv_source((1, 16, 16, 64), (3, 3, 1, 64), 1, 1, 1, "f32", groups=64)
+    loops = lowered_loops(source)
+    assert "vector.fma" in loops
+    assert "omp.parallel" in loops
+    # Accumulators carried in registers through the kh and kw loops.
+    assert len(re.findall(r"scf.for .* -> \(vector<1x8x32xf32>\)", loops)) == 2
+
+
+def test_vectorized_matmul_accumulates_into_an_init_that_is_not_a_fill() -> None:
+    # Not from StableHLO (whose dots start from zero): the init is an argument,
+    # so the recipe's variant without a fused fill runs.
+    source = """
+func.func @main(%a: tensor<67x129xf32>, %b: tensor<129x300xf32>, %c: tensor<67x300xf32>) -> tensor<67x300xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<67x129xf32>, tensor<129x300xf32>) outs(%c : tensor<67x300xf32>) -> tensor<67x300xf32>
+  return %0 : tensor<67x300xf32>
+}
+"""
+    assert "vector.fma" in lowered_loops(source)
+    rng = np.random.default_rng(4)
+    a, b, c = (
+        rng.standard_normal(s).astype(np.float32) for s in ((67, 129), (129, 300), (67, 300))
+    )
+    c_before = c.copy()
+    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(
+        a, b, c
+    )
+    assert_close_f32(got, (c + a.astype(np.float64) @ b).astype(np.float32), 129)
+    # The caller's init is read, never written.
+    np.testing.assert_array_equal(c, c_before)
+
+
+def test_recipes_in_the_vectorized_strategy_match_numpy() -> None:
+    # With the vectorized strategy's own passes (elementwise ops, fills, threads).
+    from shlo.cpu_pipeline import VECTORIZED
+
+    strategy = dataclasses.replace(VECTORIZED, recipes=("vectorize-matmul", "vectorize-conv"))
+    rng = np.random.default_rng(5)
+    for m, k, n in ((67, 129, 300), (256, 64, 384), (1, 40, 3)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        pipeline = CpuPipeline(strategy=strategy, threads=2)
+        got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(a, b)
+        assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
+
+
+def test_partial_tile_marks_are_erased() -> None:
+    loops = lowered_loops(matmul_source(67, 129, 300))
+    # Partial tiles exist (masked vectors) and were marked for the recipe only.
+    assert (
+        "vector.create_mask" in loops or "vector.constant_mask" in loops or "arith.select" in loops
+    )
+    assert PARTIAL_TILES not in loops
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(0, 5, 7), (3, 0, 4), (4, 6, 0)])
+def test_empty_matmuls_keep_scalar_loops(m: int, k: int, n: int) -> None:
+    # Tiling an empty dimension crashes MLIR: the recipe must not match.
+    a = np.ones((m, k), np.float32)
+    b = np.ones((k, n), np.float32)
+    got = shlo.compile(matmul_source(m, k, n), pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(a, b)
+    np.testing.assert_array_equal(got, a @ b)
+
+
+@pytest.mark.parametrize(("x", "w"), [((0, 5, 5, 2), (3, 3, 2, 4)), ((1, 5, 5, 2), (3, 3, 2, 0))])
+def test_empty_convs_keep_scalar_loops(x: tuple[int, ...], w: tuple[int, ...]) -> None:
+    source, out = conv_source(x, w, 1, 1, 1, "f32")
+    got = shlo.compile(source, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(
+        np.ones(x, np.float32), np.ones(w, np.float32)
+    )
+    np.testing.assert_array_equal(got, np.zeros(out, np.float32))
+
+
+def test_matmuls_sharing_one_fill_both_fuse_it() -> None:
+    # The first action fuses a copy of the fill into its threads' tiles; the
+    # second matmul still reads the original fill.
+    source = """
+func.func @main(%a: tensor<40x50xf32>, %b: tensor<50x60xf32>, %c: tensor<50x60xf32>) -> (tensor<40x60xf32>, tensor<40x60xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<40x60xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<40x60xf32>) -> tensor<40x60xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<40x50xf32>, tensor<50x60xf32>) outs(%f : tensor<40x60xf32>) -> tensor<40x60xf32>
+  %1 = linalg.matmul ins(%a, %c : tensor<40x50xf32>, tensor<50x60xf32>) outs(%f : tensor<40x60xf32>) -> tensor<40x60xf32>
+  return %0, %1 : tensor<40x60xf32>, tensor<40x60xf32>
+}
+"""
+    assert lowered_loops(source).count("vector.fma") == 16
+    (x, y), (a, b, c) = run_f32(source, (40, 50), (50, 60), (50, 60))
+    assert_close_f32(x, (a.astype(np.float64) @ b).astype(np.float32), 50)
+    assert_close_f32(y, (a.astype(np.float64) @ c).astype(np.float32), 50)
