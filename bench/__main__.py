@@ -1,0 +1,457 @@
+"""The issue-10 suite: shlo against XLA, IREE and numpy on twelve models.
+
+  .venv/bin/python -m bench [--quick] [--only matmul,gpt2] [--repeats N]
+      [--budget S] [--systems shlo,xla,iree,numpy] [--threads N] [--out DIR]
+
+Every model is a JAX function exported with jax.export. For each model, every
+system compiles it and runs it once, the result is compared with jax's, and
+the systems are then timed interleaved, one call each per round, until a
+system has used ``--budget`` seconds or ``--repeats`` calls (at least one
+call). The table gives min and median ms, GFLOP/s or GB/s and the share of
+the machine's peak (measured first, bench/peak.c), compile times and shlo's
+median over the best correct peer's. Results go to DIR/bench.json and
+DIR/ratios.png. Exit status 1 when any shlo result is wrong or fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax
+import numpy as np
+
+from bench import peak as peak_module
+from bench.models import BUILDERS, Model
+from bench.systems import (
+    PEERS,
+    SYSTEMS,
+    Case,
+    Unavailable,
+    compare,
+    first_line,
+    output_leaves,
+    prepare,
+)
+
+DEFAULT_OUT = Path(__file__).parent / "results"
+# Full mode: shlo's scalar-loop code takes seconds per call today, so timing
+# stops after this many seconds or --repeats calls per system and model.
+DEFAULT_BUDGET_S = 3.0
+DEFAULT_REPEATS = 20
+PACKAGES = (
+    "numpy",
+    "jax",
+    "jaxlib",
+    "flax",
+    "optax",
+    "transformers",
+    "iree-base-compiler",
+    "iree-base-runtime",
+    "torch-mlir",
+    "shlo",
+)
+
+
+@dataclass
+class SystemResult:
+    status: str  # "ok", "wrong", "failed", "unchecked" (no reference) or "skipped"
+    correct: bool = False
+    error: str = ""
+    note: str = ""
+    compile_s: float | None = None
+    max_error: float | None = None  # worst |difference| / max |value| against jax
+    samples_ms: list[float] = field(default_factory=list)
+    min_ms: float | None = None
+    median_ms: float | None = None
+    rate: float | None = None  # GFLOP/s or GB/s at the median
+    percent_of_peak: float | None = None
+    shlo_over_this: float | None = None
+
+
+@dataclass
+class ModelResult:
+    name: str
+    shapes: str
+    unit: str
+    work: float | None
+    work_source: str
+    rtol: float
+    systems: dict[str, SystemResult]
+    best_peer: str | None = None
+    shlo_over_best_peer: float | None = None
+    error: str = ""
+    seconds: float = 0.0  # wall time for the model: export, compiles, checks, timing
+    # Reference outputs with more than one element, all equal: a check against
+    # them proves little (e.g. a network whose relus output only zeros).
+    constant_outputs: list[int] = field(default_factory=list)
+
+
+def short_error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {first_line(str(error)) or '(no message)'}"
+
+
+def xla_flops(model: Model) -> float | None:
+    """Flops per call from XLA's HLO cost analysis, for the models without a formula."""
+    try:
+        cost = jax.jit(model.fn).lower(*model.args).cost_analysis()
+    except Exception:
+        return None
+    if isinstance(cost, list):  # older jax: one dict per computation
+        cost = cost[0] if cost else {}
+    flops = cost.get("flops") if cost else None
+    return float(flops) if flops else None
+
+
+def time_interleaved(
+    calls: dict[str, Any], repeats: int, budget_s: float, results: dict[str, SystemResult]
+) -> None:
+    """One call per system per round; a system stops after budget_s or ``repeats`` calls."""
+    spent = dict.fromkeys(calls, 0.0)
+    for _ in range(repeats):
+        active = [s for s in calls if spent[s] < budget_s or not results[s].samples_ms]
+        if not active:
+            break
+        for system in active:
+            start = time.perf_counter()
+            try:
+                calls[system]()
+            except Exception as error:
+                result = results[system]
+                result.status, result.error = "failed", f"while timing: {short_error(error)}"
+                result.correct = False
+                del calls[system]
+                continue
+            elapsed = time.perf_counter() - start
+            results[system].samples_ms.append(elapsed * 1e3)
+            spent[system] += elapsed
+
+
+def run_model(
+    name: str, quick: bool, systems: list[str], args: argparse.Namespace, peak: Any
+) -> ModelResult:
+    try:
+        model = BUILDERS[name](quick)
+        case = Case.export(model)
+    except ImportError as error:
+        # flax, optax or transformers not installed: nothing to measure.
+        note = f"needs {error.name or error}, which is not installed"
+        skipped = {s: SystemResult("skipped", note=note) for s in systems}
+        return ModelResult(name, "", "", None, "", 0.0, skipped, error=note)
+    except Exception as error:
+        failed = {s: SystemResult("failed", error=f"export: {short_error(error)}") for s in systems}
+        return ModelResult(name, "", "", None, "", 0.0, failed, error=short_error(error))
+    work, source = model.work, "formula" + (f" ({model.work_note})" if model.work_note else "")
+    if work is None:
+        work, source = xla_flops(model), "XLA cost analysis"
+    result = ModelResult(name, model.shapes, model.unit, work, source, model.rtol, {})
+    # The reference: jax.jit's result (XLA's own, when XLA is measured).
+    reference: list[np.ndarray] | str | None = None  # str: why jax could not run it
+    calls: dict[str, Any] = {}
+    order = sorted(systems, key=lambda s: s != "xla")  # XLA first: it is the reference
+    for system in order:
+        try:
+            prepared = prepare(system, case, args.threads)
+        except Unavailable as reason:
+            result.systems[system] = SystemResult("skipped", note=str(reason))
+            continue
+        except Exception as error:
+            result.systems[system] = SystemResult("failed", error=short_error(error))
+            continue
+        entry = SystemResult("ok", note=prepared.note, compile_s=prepared.compile_s)
+        result.systems[system] = entry
+        if reference is None:
+            try:
+                reference = (
+                    prepared.outputs
+                    if system == "xla"
+                    else output_leaves(jax.jit(model.fn)(*model.args))
+                )
+            except Exception as error:
+                reference = short_error(error)
+            else:
+                result.constant_outputs = [
+                    index
+                    for index, value in enumerate(reference)
+                    if value.size > 1 and bool(np.all(value == value.flat[0]))
+                ]
+        if isinstance(reference, str):
+            entry.status, entry.error = "unchecked", f"no jax reference: {reference}"
+            continue
+        message, worst = compare(prepared.outputs, reference, model.rtol)
+        entry.max_error = worst if math.isfinite(worst) else None
+        if message:
+            entry.status, entry.error = "wrong", message
+        else:
+            entry.correct = True
+        calls[system] = prepared.call
+    time_interleaved(calls, args.repeats, args.budget, result.systems)
+    for entry in result.systems.values():
+        if entry.samples_ms:
+            entry.min_ms = min(entry.samples_ms)
+            entry.median_ms = statistics.median(entry.samples_ms)
+            if work:
+                entry.rate = work / (entry.median_ms * 1e-3) / 1e9
+                top = peak.fma_gflops if model.unit == "flop" else peak.copy_gbps
+                entry.percent_of_peak = 100 * entry.rate / top
+    shlo = result.systems.get("shlo")
+    if shlo is not None and shlo.correct and shlo.median_ms:
+        for system, entry in result.systems.items():
+            if system != "shlo" and entry.median_ms:
+                entry.shlo_over_this = shlo.median_ms / entry.median_ms
+        peers = [
+            (entry.median_ms, system)
+            for system, entry in result.systems.items()
+            if system in PEERS and entry.correct and entry.median_ms
+        ]
+        if peers:
+            best_ms, result.best_peer = min(peers)
+            result.shlo_over_best_peer = shlo.median_ms / best_ms
+    return result
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if value != 0 and abs(value) < 10**-digits:
+        return f"{value:.1e}"
+    return f"{value:.{digits}f}"
+
+
+def print_model(result: ModelResult) -> None:
+    unit = "GFLOP/s" if result.unit == "flop" else "GB/s"
+    print(f"\n{result.name}: {result.shapes} ({result.seconds:.1f} s)")
+    print(
+        f"  {'system':7} {'result':8} {'min ms':>10} {'median ms':>10} {unit:>8} "
+        f"{'% peak':>7} {'compile s':>9} {'shlo/this':>9}"
+    )
+    for system, r in result.systems.items():
+        label = {"ok": "correct", "wrong": "WRONG", "failed": "FAILED"}.get(r.status, r.status)
+        if system == "xla" and r.status == "ok":
+            label = "ref"
+        print(
+            f"  {system:7} {label:8} {number(r.min_ms, 3):>10} {number(r.median_ms, 3):>10} "
+            f"{number(r.rate, 1):>8} {number(r.percent_of_peak, 1):>7} "
+            f"{number(r.compile_s, 2):>9} {number(r.shlo_over_this, 2):>9}"
+        )
+        for text in (r.error, r.note):
+            if text:
+                print(f"          {text}")
+    if result.constant_outputs:
+        print(f"  warning: reference outputs {result.constant_outputs} are constant arrays")
+    if result.shlo_over_best_peer is not None:
+        print(f"  shlo / best peer ({result.best_peer}): {result.shlo_over_best_peer:.2f}")
+
+
+def print_summary(results: list[ModelResult]) -> float | None:
+    print(
+        f"\n{'model':12} {'shlo/best peer':>14} {'best peer':>9} {'shlo/xla':>9} "
+        f"{'shlo/iree':>9} {'shlo/numpy':>10}"
+    )
+    for result in results:
+        ratios = [
+            number(result.systems[s].shlo_over_this) if s in result.systems else "-" for s in PEERS
+        ]
+        print(
+            f"{result.name:12} {number(result.shlo_over_best_peer):>14} "
+            f"{result.best_peer or '-':>9} {ratios[0]:>9} {ratios[1]:>9} {ratios[2]:>10}"
+        )
+    ratios = [r.shlo_over_best_peer for r in results if r.shlo_over_best_peer]
+    geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
+    if geomean is not None:
+        print(
+            f"\ngeometric mean of shlo / best peer over {len(ratios)} of {len(results)} "
+            f"models: {geomean:.2f} (below 1: shlo is faster)"
+        )
+    else:
+        print("\nno model has both a correct shlo result and a correct peer")
+    return geomean
+
+
+def plot(results: list[ModelResult], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width = 0.8 / len(PEERS)
+    figure, axes = plt.subplots(figsize=(max(6, 1.1 * len(results)), 4.5))
+    for index, peer in enumerate(PEERS):
+        xs, ys = [], []
+        for position, result in enumerate(results):
+            entry = result.systems.get(peer)
+            if entry is not None and entry.shlo_over_this:
+                xs.append(position + (index - (len(PEERS) - 1) / 2) * width)
+                ys.append(entry.shlo_over_this)
+        axes.bar(xs, ys, width, label=f"shlo / {peer}")
+    axes.axhline(1.0, color="black", linewidth=1)
+    axes.set_yscale("log")
+    axes.set_xticks(range(len(results)), [r.name for r in results], rotation=30, ha="right")
+    axes.set_ylabel("median time ratio (below 1: shlo faster)")
+    axes.set_title("shlo / peer, python -m bench")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for package in PACKAGES:
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = None
+    try:
+        found["shlo git commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        found["shlo git commit"] = None
+    return found
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes and one timed call: checks that every model runs and is correct",
+    )
+    parser.add_argument("--only", help="comma-separated models: " + ",".join(BUILDERS))
+    parser.add_argument("--repeats", type=int, help=f"most timed calls (default {DEFAULT_REPEATS})")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        help=f"seconds of timed calls per system and model (default {DEFAULT_BUDGET_S})",
+    )
+    parser.add_argument(
+        "--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS)
+    )
+    parser.add_argument("--threads", type=int, help="threads for shlo.compile, if it takes them")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
+    )
+    args = parser.parse_args(argv)
+    args.models = _choose(parser, "--only", args.only, list(BUILDERS))
+    args.system_list = _choose(parser, "--systems", args.systems, list(SYSTEMS))
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else DEFAULT_REPEATS
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+    return args
+
+
+def _choose(parser: argparse.ArgumentParser, flag: str, value: str | None, known: list[str]):
+    if value is None:
+        return known
+    chosen = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in known]
+    if unknown or not chosen:
+        parser.error(
+            f"{flag}: unknown {', '.join(unknown) or '(empty)'}; expected {', '.join(known)}"
+        )
+    return [name for name in known if name in chosen]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    # The machine's peak uses every core, whatever --threads gives shlo.
+    peak = peak_module.measure(os.cpu_count() or 1)
+    print(
+        f"peak ({peak.method}, {peak.threads} threads): "
+        f"{peak.fma_gflops:.1f} GFLOP/s FMA, {peak.copy_gbps:.1f} GB/s copy"
+    )
+    if os.environ.get("SHLO_CACHE_DIR"):
+        print("note: SHLO_CACHE_DIR is set, so shlo's compile times may be cache hits")
+    mode = "quick (small sizes, correctness)" if args.quick else "full"
+    print(
+        f"mode: {mode}; systems: {', '.join(args.system_list)}; repeats {args.repeats}, "
+        f"budget {args.budget} s per system and model"
+    )
+    results = []
+    for name in args.models:
+        model_start = time.perf_counter()
+        result = run_model(name, args.quick, args.system_list, args, peak)
+        result.seconds = time.perf_counter() - model_start
+        print_model(result)
+        results.append(result)
+    geomean = print_summary(results)
+    bad = [
+        f"{r.name}: {s.status} ({s.error})"
+        for r in results
+        if (s := r.systems.get("shlo")) is not None and s.status not in ("ok", "skipped")
+    ]
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full",
+        "options": {
+            "models": args.models,
+            "systems": args.system_list,
+            "repeats": args.repeats,
+            "budget_s": args.budget,
+            "threads": args.threads,
+            "SHLO_CACHE_DIR": os.environ.get("SHLO_CACHE_DIR"),
+            "SHLO_THREADS": os.environ.get("SHLO_THREADS"),
+        },
+        "machine": machine_info(),
+        "versions": versions(),
+        "peak": asdict(peak),
+        "models": [asdict(r) for r in results],
+        "geomean_shlo_over_best_peer": geomean,
+        "shlo_failures": bad,
+        "seconds": time.perf_counter() - started,
+    }
+    json_path = args.out / "bench.json"
+    json_path.write_text(json.dumps(report, indent=1) + "\n")
+    png_path = args.out / "ratios.png"
+    plot(results, png_path)
+    print(f"\nwrote {json_path} and {png_path} ({report['seconds']:.0f} s)")
+    if bad:
+        print("shlo is wrong or failed on: " + "; ".join(bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

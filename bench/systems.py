@@ -1,0 +1,197 @@
+"""The systems `python -m bench` compares: shlo, XLA (jax.jit), IREE and numpy.
+
+Each ``prepare_*`` compiles one model, calls it once and returns a
+``Prepared``: a zero-argument call to time, the first call's outputs as numpy
+arrays (flattened in jax's pytree order) and the compile time. Every system
+gets the inputs in the form it runs from: numpy arrays for shlo and numpy,
+device arrays for XLA and IREE (uploaded once, outside the timing).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax import export
+
+from bench.models import Model
+
+SYSTEMS = ("shlo", "xla", "iree", "numpy")
+PEERS = ("xla", "iree", "numpy")
+
+
+class Unavailable(Exception):
+    """The system is not installed or has no version of this model: skipped, not failed."""
+
+
+@dataclass
+class Case:
+    """A model exported once, shared by every system."""
+
+    model: Model
+    exported: export.Exported
+    inputs: list[np.ndarray]  # the arguments the exported module takes, in its order
+
+    @classmethod
+    def export(cls, model: Model) -> Case:
+        exported = export.export(jax.jit(model.fn), platforms=["cpu"])(*model.args)
+        leaves = jax.tree_util.tree_leaves(tuple(model.args))
+        inputs = [np.asarray(leaves[i]) for i in exported.module_kept_var_idx]
+        return cls(model, exported, inputs)
+
+
+@dataclass
+class Prepared:
+    call: Callable[[], Any]
+    outputs: list[np.ndarray]
+    compile_s: float | None
+    note: str = ""
+
+
+def output_leaves(result: Any) -> list[np.ndarray]:
+    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(result)]
+
+
+def prepare_shlo(case: Case, threads: int | None) -> Prepared:
+    import shlo
+
+    options: dict[str, Any] = {}
+    note = ""
+    if threads is not None:
+        # Another engineer is adding threads=; older shlo.compile has no such argument.
+        if "threads" in inspect.signature(shlo.compile).parameters:
+            options["threads"] = threads
+        else:
+            note = "shlo.compile takes no threads argument: --threads ignored"
+    inputs = case.inputs
+    start = time.perf_counter()
+    executable = shlo.compile(case.exported.mlir_module_serialized, **options)
+    first = executable(*inputs)
+    compile_s = time.perf_counter() - start
+    return Prepared(lambda: executable(*inputs), output_leaves(first), compile_s, note)
+
+
+def prepare_xla(case: Case) -> Prepared:
+    args = case.model.args
+    start = time.perf_counter()
+    compiled = jax.jit(case.model.fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    device_args = jax.device_put(args)
+    first = jax.block_until_ready(compiled(*device_args))
+    return Prepared(
+        lambda: jax.block_until_ready(compiled(*device_args)), output_leaves(first), compile_s
+    )
+
+
+def prepare_iree(case: Case) -> Prepared:
+    try:
+        import iree.compiler as iree_compiler
+        import iree.runtime as iree_runtime
+    except ImportError as error:
+        raise Unavailable(f"IREE is not installed ({error.name})") from None
+
+    def compile_text(text: str) -> bytes:
+        return iree_compiler.compile_str(
+            text,
+            target_backends=["llvm-cpu"],
+            input_type="stablehlo",
+            extra_args=["--iree-llvmcpu-target-cpu=host"],
+        )
+
+    note = ""
+    start = time.perf_counter()
+    try:
+        vmfb = compile_text(case.exported.mlir_module())
+    except iree_compiler.CompilerToolError as error:
+        # IREE may not know jax's Shardy annotations: retry with the module as
+        # shlo's loader prints it, Shardy stripped.
+        import shlo
+
+        text = str(shlo.load_module(case.exported.mlir_module_serialized))
+        start = time.perf_counter()
+        vmfb = compile_text(text)
+        note = f"compiled after shlo's loader stripped Shardy ({first_line(str(error))})"
+    compile_s = time.perf_counter() - start
+    # local-task: IREE's multi-threaded CPU driver, one worker per core.
+    config = iree_runtime.Config("local-task")
+    context = iree_runtime.SystemContext(config=config)
+    vm_module = iree_runtime.VmModule.copy_buffer(context.instance, vmfb)
+    context.add_vm_module(vm_module)
+    main = context.modules[vm_module.name]["main"]
+    device_inputs = [iree_runtime.asdevicearray(config.device, x) for x in case.inputs]
+    # The Python invoker waits for the results, so a call's time includes the work.
+    first = main(*device_inputs)
+    results = list(first) if isinstance(first, (list, tuple)) else [first]
+    outputs = [np.asarray(r.to_host() if hasattr(r, "to_host") else r) for r in results]
+    return Prepared(lambda: main(*device_inputs), outputs, compile_s, note)
+
+
+def prepare_numpy(case: Case) -> Prepared:
+    numpy_fn = case.model.numpy_fn
+    if numpy_fn is None:
+        raise Unavailable("no natural numpy version")
+    args = jax.tree_util.tree_map(np.asarray, case.model.args)
+    first = numpy_fn(*args)
+    return Prepared(lambda: numpy_fn(*args), output_leaves(first), None)
+
+
+def prepare(system: str, case: Case, threads: int | None) -> Prepared:
+    if system == "shlo":
+        return prepare_shlo(case, threads)
+    if system == "xla":
+        return prepare_xla(case)
+    if system == "iree":
+        return prepare_iree(case)
+    if system == "numpy":
+        return prepare_numpy(case)
+    raise ValueError(f"unknown system {system!r}; expected one of {', '.join(SYSTEMS)}")
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return (lines[0] if lines else "")[:limit]
+
+
+def compare(
+    got: Sequence[np.ndarray], want: Sequence[np.ndarray], rtol: float
+) -> tuple[str, float]:
+    """("", worst error) when ``got`` matches ``want``, else (what differs, worst error).
+
+    Integers and booleans must be equal. Floats must have the same non-finite
+    values and differ by at most ``rtol`` times the output's largest finite
+    magnitude (relative errors of single elements near zero mean nothing after
+    a reduction). The worst error is that difference over the magnitude.
+    """
+    if len(got) != len(want):
+        return f"{len(got)} outputs, expected {len(want)}", float("inf")
+    worst = 0.0
+    for index, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        where = f"output {index}"
+        if g.shape != w.shape:
+            return f"{where}: shape {g.shape}, expected {w.shape}", float("inf")
+        if g.dtype != w.dtype:
+            return f"{where}: dtype {g.dtype}, expected {w.dtype}", float("inf")
+        if not np.issubdtype(w.dtype, np.inexact) and not w.dtype.kind == "V":
+            if not np.array_equal(g, w):
+                return f"{where}: {np.count_nonzero(g != w)} elements differ", float("inf")
+            continue
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        finite = np.isfinite(w64)
+        if not np.array_equal(np.isfinite(g64), finite) or not np.array_equal(
+            g64[~finite], w64[~finite], equal_nan=True
+        ):
+            return f"{where}: non-finite values differ", float("inf")
+        if not finite.any():
+            continue
+        scale = max(float(np.max(np.abs(w64[finite]))), 1e-30)
+        error = float(np.max(np.abs(g64[finite] - w64[finite]))) / scale
+        worst = max(worst, error)
+        if not error <= rtol:
+            return f"{where}: max |error| is {error:.2e} of max |value|, over rtol {rtol:g}", error
+    return "", worst
