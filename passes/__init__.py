@@ -7,6 +7,8 @@ before/after example, and docs/passes.md is generated from them.
 from __future__ import annotations
 
 from shlo.pass_framework import Pass
+from shlo.passes.approximate_math import ApproximateMathPass
+from shlo.passes.canonicalize_dot_general import CanonicalizeDotGeneralPass
 from shlo.passes.canonicalize_dynamic_reduce_window import CanonicalizeDynamicReduceWindowPass
 from shlo.passes.check_lowered import CheckLoweredPass
 from shlo.passes.check_shape_assertions import CheckShapeAssertionsPass
@@ -28,6 +30,7 @@ from shlo.passes.lower_complex_bitcast import LowerComplexBitcastPass
 from shlo.passes.lower_complex_cbrt import LowerComplexCbrtPass
 from shlo.passes.lower_control_flow import LowerControlFlowPass
 from shlo.passes.lower_fft import LowerFftPass
+from shlo.passes.lower_reduce_window_scan import LowerReduceWindowScanPass
 from shlo.passes.lower_rng import LowerRngPass
 from shlo.passes.lower_scatter import LowerScatterPass
 from shlo.passes.lower_select_and_scatter import LowerSelectAndScatterPass
@@ -37,9 +40,11 @@ from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
 from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
 from shlo.passes.normalize_reduce import NormalizeReducePass
 from shlo.passes.parallel_inits_to_inputs import ParallelInitsToInputsPass
+from shlo.passes.plan_vector_codegen import PlanVectorCodegenPass
 from shlo.passes.precise_libm_calls import PreciseLibmCallsPass
 from shlo.passes.read_only_arguments import ReadOnlyArgumentsPass
 from shlo.passes.remove_dynamism import RemoveDynamismPass
+from shlo.passes.remove_fusion_fences import RemoveFusionFencesPass
 from shlo.passes.saturate_float_to_int import SaturateFloatToIntPass
 from shlo.passes.simplify import SimplifyPass
 from shlo.passes.test_print_indexing_maps import TestPrintIndexingMapsPass
@@ -49,8 +54,11 @@ from shlo.passes.widen_small_float_converts import WidenSmallFloatConvertsPass
 from shlo.passes.widen_unsigned_quantized import WidenUnsignedQuantizedPass
 
 PASSES: dict[str, type[Pass]] = {
+    ApproximateMathPass.argument: ApproximateMathPass,
     EraseCodegenRecipesPass.argument: EraseCodegenRecipesPass,
     InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
+    PlanVectorCodegenPass.argument: PlanVectorCodegenPass,
+    CanonicalizeDotGeneralPass.argument: CanonicalizeDotGeneralPass,
     CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
     CheckLoweredPass.argument: CheckLoweredPass,
     CheckShapeAssertionsPass.argument: CheckShapeAssertionsPass,
@@ -70,6 +78,7 @@ PASSES: dict[str, type[Pass]] = {
     LowerComplexCbrtPass.argument: LowerComplexCbrtPass,
     LowerControlFlowPass.argument: LowerControlFlowPass,
     LowerFftPass.argument: LowerFftPass,
+    LowerReduceWindowScanPass.argument: LowerReduceWindowScanPass,
     LowerRngPass.argument: LowerRngPass,
     LowerScatterPass.argument: LowerScatterPass,
     LowerSelectAndScatterPass.argument: LowerSelectAndScatterPass,
@@ -81,6 +90,7 @@ PASSES: dict[str, type[Pass]] = {
     ParallelInitsToInputsPass.argument: ParallelInitsToInputsPass,
     PreciseLibmCallsPass.argument: PreciseLibmCallsPass,
     ReadOnlyArgumentsPass.argument: ReadOnlyArgumentsPass,
+    RemoveFusionFencesPass.argument: RemoveFusionFencesPass,
     RemoveDynamismPass.argument: RemoveDynamismPass,
     SaturateFloatToIntPass.argument: SaturateFloatToIntPass,
     SimplifyPass.argument: SimplifyPass,

@@ -9,34 +9,79 @@ changes without touching the legalization, bufferization or LLVM stages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from shlo.dtypes import EMULATED_FLOATS
+
+
+def default_threads() -> int:
+    """SHLO_THREADS when set, else every core this process may run on."""
+    from shlo.isolation import positive_setting
+
+    value = positive_setting("SHLO_THREADS", int, "threads")
+    if value is not None:
+        return int(value)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
 class CodegenStrategy:
     """How linalg-on-tensors becomes loops over buffers.
 
+    ``tensor_passes`` run first, before bufferization (fusion); then
     ``recipes`` (names in ``shlo.codegen_recipes.RECIPES``) transform the ops
-    of their kind first; ``tensor_passes`` then run before bufferization
-    (fusion, tiling, packing), ``loop_passes`` after it (the loop conversion,
-    vectorization, threading).
+    of their kind, and with ``vectorize`` shlo-plan-vector-codegen tiles,
+    threads and vectorizes the elementwise ops and reductions.
+    ``loop_passes`` run after bufferization (the loop conversion and the
+    lowering of vectors and threads).
     """
 
     name: str
     tensor_passes: tuple[str, ...]
     loop_passes: tuple[str, ...]
     recipes: tuple[str, ...] = ()
+    vectorize: bool = False
 
-    def tensor_stage(self) -> list[str]:
-        if not self.recipes:
-            return list(self.tensor_passes)
+    def tensor_stage(self, threads: int = 1) -> list[str]:
+        stage = list(self.tensor_passes)
+        if self.recipes:
+            stage += [
+                f"shlo-insert-codegen-recipes{{recipes={','.join(self.recipes)}}}",
+                "transform-interpreter",
+                "shlo-erase-codegen-recipes",
+            ]
+        if self.vectorize:
+            stage += [
+                # Contractions no recipe took become generics that the plan
+                # vectorizes (after fusion, which must not fuse into them).
+                "func.func(linalg-generalize-named-ops)",
+                f"shlo-plan-vector-codegen{{threads={threads}}}",
+                "transform-interpreter",
+                "shlo-erase-codegen-recipes",
+                "canonicalize",
+            ]
+        return stage
+
+    def loop_stage(self, threads: int = 1) -> list[str]:
+        if not self.vectorize:
+            return list(self.loop_passes)
         return [
-            f"shlo-insert-codegen-recipes{{recipes={','.join(self.recipes)}}}",
-            "transform-interpreter",
-            "shlo-erase-codegen-recipes",
-            *self.tensor_passes,
+            *self.loop_passes,
+            # Tiles split over threads: scf.forall -> scf.parallel -> OpenMP.
+            "scf-forall-to-parallel",
+            *([f"convert-scf-to-openmp{{num-threads={threads}}}"] if threads > 1 else []),
+            # Before scf-to-cf splits the memref.alloca_scope that OpenMP regions hold.
+            "canonicalize",
+            # n-D vector transfers become loops of 1-D vectors, as LLVM wants them.
+            "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction})",
+            "convert-vector-to-scf{full-unroll=true}",
+            "func.func(lower-vector-mask)",
+            "shlo-approximate-math",
+            "canonicalize",
         ]
 
 
@@ -48,9 +93,26 @@ SCALAR_LOOPS = CodegenStrategy(
         # fusion then sees few ops.
         "shlo-fuse-elementwise-trees",
         "func.func(linalg-fuse-elementwise-ops)",
+        # After upstream fusion, which the fences above keep from recomputing producers.
+        "shlo-remove-fusion-fences",
         "canonicalize",
     ),
-    loop_passes=("func.func(convert-linalg-to-loops)",),
+    loop_passes=(
+        "func.func(convert-linalg-to-loops)",
+        # Polynomials instead of a libm call per element, within 1.33 ULP
+        # (docs/cpu.md); branch-free, so LLVM vectorizes the loops around them.
+        "shlo-approximate-math",
+    ),
+)
+
+# The same fusion, then tiles for the caches, vector registers and threads.
+VECTORIZED = CodegenStrategy(
+    name="vectorized",
+    tensor_passes=SCALAR_LOOPS.tensor_passes,
+    loop_passes=SCALAR_LOOPS.loop_passes,
+    # f32 and i32 matmuls and convolutions: register tiles of FMAs on zmm.
+    recipes=("vectorize-matmul", "vectorize-conv"),
+    vectorize=True,
 )
 
 # Arguments and results keep identity layouts so numpy arrays pass as they are;
@@ -62,6 +124,9 @@ _BUFFERIZE = (
     # Loops (scf.while from stablehlo.while) may yield fresh buffers.
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map}",
+    # Loops over tiles yield the buffer they write in place: folded, the
+    # result is the allocation itself, which the next pass can hoist.
+    "canonicalize",
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
     "buffer-deallocation-pipeline",
@@ -87,13 +152,21 @@ _TO_LLVM = (
     "shlo-precise-libm-calls",
     # Right after the emulation: its f8/f4 extf/truncf become integer code.
     "shlo-expand-small-float-conversions",
+    # Before any dialect conversion: they fold extf(truncf(x)) to x when the
+    # emulation above marked the pair contract, which skips a bf16 rounding.
+    "shlo-expand-f64-truncation",
     "convert-math-to-llvm",
     "convert-math-to-libm",
     # After every pass that may emit arith.truncf: f64 -> f16/bf16 and
     # f32 -> bf16 become code that needs no runtime function.
     "shlo-expand-f64-truncation",
+    # Split reductions already reassociate: their last horizontal step may too.
+    "convert-vector-to-llvm{reassociate-fp-reductions=true}",
     "convert-arith-to-llvm",
     "convert-complex-to-llvm",
+    # Not earlier: it converts arith ops too, before shlo-expand-f64-truncation
+    # could expand their bf16 truncations (which would flush subnormals).
+    "convert-openmp-to-llvm",
     "convert-func-to-llvm",
     "convert-cf-to-llvm",
     "convert-index-to-llvm",
@@ -123,19 +196,48 @@ PRE_LINALG_LOWERINGS: tuple[str, ...] = (
     "shlo-lower-complex-bitcast",
     "shlo-lower-complex-cbrt",
     "shlo-normalize-dot-general",
+    # After the widening above: every contraction becomes a (batch) matmul.
+    "shlo-canonicalize-dot-general",
     "shlo-normalize-reduce",
     "shlo-fold-tuples",
+    "shlo-lower-reduce-window-scan",
     # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
     "shlo-lower-control-flow",
 )
+
+
+STRATEGIES = {strategy.name: strategy for strategy in (SCALAR_LOOPS, VECTORIZED)}
+
+
+def default_strategy() -> CodegenStrategy:
+    """SHLO_CODEGEN_STRATEGY names the strategy: vectorized (the default) or scalar-loops."""
+    name = os.environ.get("SHLO_CODEGEN_STRATEGY", "vectorized")
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ValueError(
+            f"SHLO_CODEGEN_STRATEGY={name!r} is not a codegen strategy; "
+            f"expected one of {', '.join(STRATEGIES)}"
+        ) from None
 
 
 @dataclass(frozen=True)
 class CpuPipeline:
     """The stages from static StableHLO to the LLVM dialect, in order."""
 
-    strategy: CodegenStrategy = SCALAR_LOOPS
+    strategy: CodegenStrategy = field(default_factory=lambda: default_strategy())
     pre_linalg: tuple[str, ...] = PRE_LINALG_LOWERINGS
+    # Threads the generated code runs on; None: every core of the machine.
+    threads: int | None = None
+
+    @property
+    def thread_count(self) -> int:
+        """``threads``, or the default; 1 without an OpenMP runtime to run more."""
+        from shlo.runtime import openmp_library
+
+        if openmp_library() is None:
+            return 1
+        return self.threads if self.threads is not None else default_threads()
 
     def stages(self) -> list[tuple[str, list[str]]]:
         return [
@@ -154,9 +256,9 @@ class CpuPipeline:
                     "canonicalize",
                 ],
             ),
-            ("tensor-codegen", self.strategy.tensor_stage()),
+            ("tensor-codegen", self.strategy.tensor_stage(self.thread_count)),
             ("bufferize", list(_BUFFERIZE)),
-            ("loop-codegen", list(self.strategy.loop_passes)),
+            ("loop-codegen", self.strategy.loop_stage(self.thread_count)),
             ("to-llvm", list(_TO_LLVM)),
         ]
 

@@ -1,0 +1,362 @@
+"""shlo-plan-vector-codegen: tile, thread and vectorize elementwise ops and reductions.
+
+Ours because upstream is missing: MLIR has the transforms (tiling into
+``scf.forall`` and ``scf.for``, loop peeling, ``tile_reduction_using_for``,
+vectorization) but no pass that picks them per op; IREE and XLA choose tile
+sizes per op from its shapes. This pass plans each static ``linalg.generic``
+and ``linalg.fill`` on tensors whose element types the vector lowering
+handles, tags it with ``shlo.codegen_op = N``, and writes a transform sequence
+that ``transform-interpreter`` applies next (``shlo-erase-codegen-recipes``
+removes the sequence and the tags):
+
+- the outermost parallel loop is split over ``threads`` in an ``scf.forall``
+  when the op is large enough to pay for a thread;
+- the loop that walks the innermost (contiguous) dimension of the op's
+  operands is the vector loop: tiled by one vector of 16 lanes x ``unroll``
+  registers, peeled so that full tiles are static, and vectorized; every
+  other loop is tiled by 1;
+- a reduction along the vector loop first becomes partial sums of one tile
+  each (``tile_reduction_using_for``), combined once at the end, so the inner
+  loop has no horizontal reduction.
+
+Ops the vectorizer rejects keep their tiles and become scalar loops.
+
+  %0 = linalg.generic {iterator_types = ["parallel"]} ins(%a : tensor<1000xf32>) ...
+  ==>
+  %0 = linalg.generic {...} ins(%a : tensor<1000xf32>) ... {shlo.codegen_op = 0}
+  transform.named_sequence @__transform_main(...) {
+    transform.sequence %root : !transform.any_op failures(suppress) {
+      %op = transform.structured.match attributes {shlo.codegen_op = 0} ...
+      %tiled, %loop = transform.structured.tile_using_for %op tile_sizes [64] ...
+      ...
+    }
+    ...
+  }
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.codegen_recipes import SEQUENCE_NAME
+from shlo.ir_utils import linalg_generic_parts
+from shlo.pass_framework import Pass
+
+TAG = "shlo.codegen_op"
+VECTORIZE = "shlo.vectorize"
+# Below this many elements of work a thread costs more than it saves.
+MIN_ELEMENTS_PER_THREAD = 1 << 15
+# f16, bf16 and the small floats are emulated in f32 by scalar code.
+_VECTOR_ELEMENTS = ("f32", "f64", "i1", "i8", "i16", "i32", "i64", "index")
+
+
+def _vectorizable_type(type_: ir.Type) -> bool:
+    if isinstance(type_, ir.ShapedType):
+        type_ = type_.element_type
+    return str(type_) in _VECTOR_ELEMENTS
+
+
+def _vectorizable_memory(type_: ir.Type) -> bool:
+    """Element types whose vectors are laid out in memory as their arrays are.
+
+    A vector of i1 is stored as packed bits, but an array of i1 (numpy's bool)
+    holds one byte per element.
+    """
+    return _vectorizable_type(type_) and str(ir.ShapedType(type_).element_type) != "i1"
+
+
+# Lowered imprecisely on vectors but for f32 (shlo-approximate-math):
+# convert-math-to-llvm turns them into exp(x) - 1 and log(1 + x), and
+# shlo-precise-libm-calls fixes scalars only.
+_IMPRECISE_ON_VECTORS = ("math.expm1", "math.log1p")
+
+
+def _body_is_vectorizable(op: ir.Operation) -> bool:
+    """Element types the vector lowering handles, and no region inside the body."""
+    for block in op.regions[0].blocks:
+        for inner in block.operations:
+            inner = inner.operation
+            if inner.name in _IMPRECISE_ON_VECTORS and str(inner.results[0].type) != "f32":
+                return False
+            if len(inner.regions) or not all(_vectorizable_type(r.type) for r in inner.results):
+                return False
+            if not all(_vectorizable_type(o.type) for o in inner.operands):
+                return False
+    return True
+
+
+@dataclass(frozen=True)
+class _Loops:
+    """The loop nest of one op: sizes, which loops reduce, and the vector loop."""
+
+    sizes: list[int]
+    reductions: list[bool]
+    vector: int
+    element_bits: int
+    # A transpose: the operands' contiguous loops differ. Square tiles of
+    # both loops are read and written whole, transposed in registers.
+    transposed: int | None = None
+
+
+def _static_shape(value: ir.Value) -> list[int] | None:
+    type_ = value.type
+    if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:
+        return None
+    return list(type_.shape)
+
+
+def _element_bits(type_: ir.Type) -> int:
+    element = ir.ShapedType(type_).element_type
+    return 64 if str(element) == "index" else max(getattr(element, "width", 32), 8)
+
+
+def _generic_loops(op: ir.Operation) -> _Loops | None:
+    parts = linalg_generic_parts(op)
+    operands = [*parts.inputs, *parts.outputs]
+    maps = [*parts.input_maps, *parts.output_maps]
+    kinds = [str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"])]
+    sizes: list[int | None] = [None] * len(kinds)
+    contiguous_loop: int | None = None
+    largest = -1
+    # Outputs first: on a tie the vector loop walks the output (a matmul's columns).
+    for operand, map_ in zip(operands[::-1], maps[::-1]):
+        shape = _static_shape(operand)
+        if shape is None or not _vectorizable_memory(operand.type):
+            return None
+        for position, expr in enumerate(map_.results):
+            if isinstance(expr, ir.AffineDimExpr):
+                sizes[expr.position] = shape[position]
+            elif not _is_zero(expr):
+                return None  # reverse, pad, windows: tiling them needs more care
+        # The vector loop walks the innermost dimension of the largest operand.
+        elements = math.prod(shape)
+        if shape and elements > largest and isinstance(map_.results[-1], ir.AffineDimExpr):
+            largest, contiguous_loop = elements, ir.AffineDimExpr(map_.results[-1]).position
+    if None in sizes or contiguous_loop is None or 0 in sizes:
+        return None
+    bits = max(_element_bits(o.type) for o in operands)
+    reductions = ["reduction" in k for k in kinds]
+    # A vector along a strided dimension is one scalar access per lane:
+    # only transposes of whole square tiles avoid that.
+    transposed = None
+    for map_ in maps:
+        loops_read = [
+            ir.AffineDimExpr(e).position for e in map_.results if isinstance(e, ir.AffineDimExpr)
+        ]
+        if contiguous_loop in loops_read and loops_read[-1] != contiguous_loop:
+            lanes = 512 // bits
+            other = loops_read[-1]
+            if (
+                any(reductions)
+                or transposed not in (None, other)
+                or sizes[contiguous_loop] % lanes
+                or sizes[other] % lanes
+            ):
+                return None
+            transposed = other
+    return _Loops(sizes, reductions, contiguous_loop, bits, transposed)  # type: ignore[arg-type]
+
+
+def _fill_loops(op: ir.Operation) -> _Loops | None:
+    shape = _static_shape(op.results[0])
+    if not shape or 0 in shape or not _vectorizable_memory(op.results[0].type):
+        return None
+    return _Loops(shape, [False] * len(shape), len(shape) - 1, _element_bits(op.results[0].type))
+
+
+def _is_zero(expr: ir.AffineExpr) -> bool:
+    return isinstance(expr, ir.AffineConstantExpr) and ir.AffineConstantExpr(expr).value == 0
+
+
+def _sizes_text(sizes: list[int]) -> str:
+    return "[" + ", ".join(map(str, sizes)) + "]"
+
+
+def _results(count: int) -> str:
+    return "(!transform.any_op" + ", !transform.any_op" * count + ")"
+
+
+@dataclass(frozen=True)
+class PlanVectorCodegenPass(Pass):
+    """Tag static elementwise ops and reductions and write their tiling and vectorization."""
+
+    argument: ClassVar[str] = "shlo-plan-vector-codegen"
+    threads: int = 1
+    # Vector registers of 512 bits (AVX-512) per vector tile.
+    unroll: int = 4
+    vector_bits: int = 512
+
+    def run(self, module: ir.Operation) -> None:
+        plans: list[str] = []
+        # Ops with the same loops share one plan: one transform for all of them.
+        plan_index: dict[tuple, int] = {}
+        for op in _walk_linalg(module):
+            loops = (
+                _fill_loops(op)
+                if op.name == "linalg.fill"
+                else _generic_loops(op)
+                if _body_is_vectorizable(op)
+                else None
+            )
+            if loops is None or math.prod(loops.sizes) < 2:
+                continue
+            key = (tuple(loops.sizes), tuple(loops.reductions), loops.vector, loops.element_bits)
+            index = plan_index.setdefault(key, len(plan_index))
+            if index == len(plans):
+                plans.append(self._plan(index, loops))
+            op.attributes[TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
+        text = (
+            f"transform.named_sequence @{SEQUENCE_NAME}"
+            "(%root: !transform.any_op {transform.readonly}) {\n"
+            + "".join(plans)
+            # transform-interpreter needs a sequence, even an empty one.
+            + (_AFTER_TILING if plans else "")
+            + "    transform.yield\n}"
+        )
+        sequence = ir.Module.parse(
+            f"module attributes {{transform.with_named_sequence}} {{\n{text}\n}}", module.context
+        )
+        block = module.regions[0].blocks[0]
+        for op in list(sequence.body.operations):
+            block.append(op.operation)
+        module.attributes["transform.with_named_sequence"] = ir.UnitAttr.get(module.context)
+
+    def _plan(self, index: int, loops: _Loops) -> str:
+        rank = len(loops.sizes)
+        lanes = max(self.vector_bits // loops.element_bits, 1)
+        tile = lanes * self.unroll
+        v = loops.vector
+        lines = [
+            f"%op = transform.structured.match attributes {{{TAG} = {index} : i64}} in %r"
+            " : (!transform.any_op) -> !transform.any_op",
+        ]
+        handle = "%op"
+        # Threads split the outermost parallel loop that has enough iterations.
+        total = math.prod(loops.sizes)
+        if self.threads > 1 and total >= 2 * MIN_ELEMENTS_PER_THREAD:
+            outer = next(
+                (i for i in range(rank) if not loops.reductions[i] and loops.sizes[i] > 1), None
+            )
+            if outer is not None:
+                chunk = -(-loops.sizes[outer] // self.threads)
+                if outer == v:
+                    chunk = -(-chunk // tile) * tile
+                elif outer == loops.transposed:
+                    chunk = -(-chunk // lanes) * lanes
+                sizes = [0] * rank
+                sizes[outer] = chunk
+                lines.append(
+                    f"%threaded, %forall = transform.structured.tile_using_forall {handle}"
+                    f" tile_sizes {_sizes_text(sizes)}"
+                    " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
+                )
+                handle = "%threaded"
+        vector_reduces = loops.reductions[v]
+        # Every loop but the vector loop goes one iteration at a time.
+        sizes = [0 if size == 1 else 1 for size in loops.sizes]
+        if loops.transposed is not None:
+            sizes[v] = sizes[loops.transposed] = lanes
+        elif vector_reduces:
+            sizes[v] = 0
+        else:
+            sizes[v] = tile if loops.sizes[v] > tile else 0
+        tiled_loops = [i for i, size in enumerate(sizes) if size]
+        if tiled_loops:
+            lines.append(
+                f"%tiled, %loops:{len(tiled_loops)} = transform.structured.tile_using_for {handle}"
+                f" tile_sizes {_sizes_text(sizes)}"
+                f" : (!transform.any_op) -> {_results(len(tiled_loops))}"
+            )
+            handle = "%tiled"
+        if vector_reduces and loops.sizes[v] > tile:
+            reduction_sizes = [0] * rank
+            reduction_sizes[v] = tile
+            lines.append(
+                f"%fill, %partial, %combine, %rloop = "
+                f"transform.structured.tile_reduction_using_for {handle}"
+                f" by tile_sizes = {_sizes_text(reduction_sizes)}"
+                " : (!transform.any_op) -> (!transform.any_op, !transform.any_op,"
+                " !transform.any_op, !transform.any_op)"
+            )
+            lines += [
+                f"transform.annotate {name} \"{VECTORIZE}\" : !transform.any_op"
+                for name in ("%fill", "%partial", "%combine")
+            ]
+            if loops.sizes[v] % tile:
+                lines.append(_peel("%rloop"))
+        else:
+            lines.append(f"transform.annotate {handle} \"{VECTORIZE}\" : !transform.any_op")
+            if loops.transposed is None and sizes[v] and loops.sizes[v] % tile:
+                lines.append(_peel(f"%loops#{tiled_loops.index(v)}"))
+        body = "".join(f"      {line}\n" for line in lines)
+        return (
+            "    transform.sequence %root : !transform.any_op failures(suppress) {\n"
+            "    ^bb0(%r: !transform.any_op):\n"
+            f"{body}"
+            "    }\n"
+        )
+
+
+# After every op is tiled: vectorize the full tiles, drop unit dimensions, and
+# keep accumulators in registers across the loops that update them.
+_AFTER_TILING = """\
+    %funcs = transform.structured.match ops{["func.func"]} in %root
+      : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    %vector_ops = transform.structured.match attributes {shlo.vectorize} in %root
+      : (!transform.any_op) -> !transform.any_op
+    transform.foreach %vector_ops : !transform.any_op {
+    ^bb0(%one: !transform.any_op):
+      transform.sequence %one : !transform.any_op failures(suppress) {
+      ^bb1(%it: !transform.any_op):
+        transform.structured.vectorize %it : !transform.any_op
+      }
+    }
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.linalg.tiling_canonicalization
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    %for_loops = transform.structured.match ops{["scf.for"]} in %root
+      : (!transform.any_op) -> !transform.any_op
+    transform.foreach %for_loops : !transform.any_op {
+    ^bb0(%loop: !transform.any_op):
+      transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
+    }
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+"""
+
+
+def _peel(loop: str) -> str:
+    """Split off the partial last tile, so the full tiles have static shapes."""
+    return (
+        f'%cast = transform.cast {loop} : !transform.any_op to !transform.op<"scf.for">\n'
+        '      %full, %partial_tile = transform.loop.peel %cast'
+        ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)'
+    )
+
+
+def _walk_linalg(module: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    if inner.name in ("linalg.generic", "linalg.fill"):
+                        found.append(inner)
+                    elif not inner.name.startswith("linalg."):
+                        visit(inner)
+
+    visit(module)
+    return found

@@ -1,0 +1,168 @@
+"""The vectorizing strategy: tiles, vectors and threads, checked against jax.
+
+Sizes straddle the vector tile (64 f32 lanes, 32 f64), so full tiles, peeled
+remainders and ops smaller than one tile all run; threads split the
+outermost parallel loop, including uneven splits.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import shlo
+from jax import export
+from shlo.cpu_pipeline import SCALAR_LOOPS, VECTORIZED, CodegenStrategy, CpuPipeline
+from shlo.interpreter import interpret
+from shlo.lowering import FRONTEND
+from shlo.pipeline import run_pipeline
+
+
+def compiled(function, *args, threads: int = 1):
+    text = export.export(jax.jit(function))(*args).mlir_module()
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads)
+    return shlo.compile(text, pipeline=pipeline, isolate=False)
+
+
+def tensor_codegen_ir(function, *args, threads: int = 1) -> str:
+    text = export.export(jax.jit(function))(*args).mlir_module()
+    module = shlo.load_module(text)
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads)
+    run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *pipeline.elements("tensor-codegen")])
+    return str(module)
+
+
+def check(function, *args, threads: int = 1, rtol: float = 1e-6) -> None:
+    got = compiled(function, *args, threads=threads)(*args)
+    want = jax.jit(function)(*args)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        w = np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if np.issubdtype(w.dtype, np.floating):
+            scale = max(float(np.max(np.abs(w))), 1.0)
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * scale)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+RNG = np.random.default_rng(0)
+
+
+def floats(*shape: int, dtype=np.float32) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def ints(*shape: int) -> np.ndarray:
+    return RNG.integers(-1000, 1000, shape).astype(np.int32)
+
+
+SIZES = [1, 7, 63, 64, 65, 200, 4097]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("size", SIZES)
+def test_elementwise_chain(size: int, threads: int) -> None:
+    def chain(x, y):
+        z = jnp.maximum(x * 1.5 + y, 0.25) - jnp.abs(y)
+        return jnp.sqrt(z * z + 1.0), jnp.where(x > y, x, -y)
+
+    check(chain, floats(size), floats(size), threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(3, 65), (130, 97), (1, 300), (300, 1), (5, 7, 129)])
+def test_reductions_along_every_axis(shape: tuple[int, ...], threads: int) -> None:
+    x = floats(*shape)
+    for axis in range(len(shape)):
+        check(lambda x, axis=axis: jnp.sum(x, axis=axis), x, threads=threads, rtol=1e-5)
+        check(lambda x, axis=axis: jnp.max(x, axis=axis), x, threads=threads)
+    check(lambda x: jnp.sum(x), x, threads=threads, rtol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_integer_and_boolean_ops(threads: int) -> None:
+    a, b = ints(513, 67), ints(513, 67)
+
+    def int_ops(a, b):
+        return a * 3 - b, jnp.sum(a, axis=1), jnp.max(a, axis=0), (a > b) & (b > 0), a // 7
+
+    check(int_ops, a, b, threads=threads)
+
+
+F64_PROGRAM = """
+func.func @main(%x: tensor<129x33xf64>) -> (tensor<129x33xf64>, tensor<129xf64>, tensor<129x33xf32>) {
+  %two = stablehlo.constant dense<2.0> : tensor<129x33xf64>
+  %zero = stablehlo.constant dense<0.0> : tensor<f64>
+  %0 = stablehlo.multiply %x, %two : tensor<129x33xf64>
+  %1 = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1]
+      : (tensor<129x33xf64>, tensor<f64>) -> tensor<129xf64>
+  %2 = stablehlo.convert %x : (tensor<129x33xf64>) -> tensor<129x33xf32>
+  return %0, %1, %2 : tensor<129x33xf64>, tensor<129xf64>, tensor<129x33xf32>
+}
+"""
+
+
+def test_f64_and_mixed_widths() -> None:
+    x = floats(129, 33, dtype=np.float64)
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=1)
+    doubled, sums, narrowed = shlo.compile(F64_PROGRAM, pipeline=pipeline, isolate=False)(x)
+    np.testing.assert_array_equal(doubled, x * 2)
+    # Partial sums per lane reassociate: bounded by the sum of magnitudes.
+    np.testing.assert_allclose(sums, x.sum(axis=1), rtol=0, atol=1e-14 * np.abs(x).sum())
+    np.testing.assert_array_equal(narrowed, x.astype(np.float32))
+
+
+@pytest.mark.parametrize("strategy", [SCALAR_LOOPS, VECTORIZED], ids=lambda s: s.name)
+def test_bf16_rounds_after_every_op(strategy: CodegenStrategy) -> None:
+    # XLA keeps bf16 intermediates in f32; StableHLO rounds after each op. A
+    # dialect conversion once folded the emulation's extf(truncf(x)) to x.
+    x = floats(1000).astype(jnp.bfloat16)
+    text = export.export(jax.jit(lambda x: jnp.tanh(x * x + 1) * x))(x).mlir_module()
+    pipeline = CpuPipeline(strategy=strategy, threads=1)
+    got = shlo.compile(text, pipeline=pipeline, isolate=False)(np.asarray(x))
+    np.testing.assert_array_equal(got, interpret(text, "main", [np.asarray(x)])[0])
+
+
+def test_transposes_and_broadcasts() -> None:
+    x, row = floats(130, 70), floats(70)
+
+    def layout(x, row):
+        return x.T * 2.0, x + row, (x.T + row[:, None]).T
+
+    check(layout, x, row)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_softmax_and_layernorm(threads: int) -> None:
+    x = floats(33, 1000)
+
+    def layernorm(x):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / jnp.sqrt(var + 1e-5)
+
+    check(lambda x: jax.nn.softmax(x, axis=-1), x, threads=threads, rtol=1e-5)
+    check(layernorm, x, threads=threads, rtol=1e-5)
+
+
+def test_tiles_are_vectorized_and_remainders_peeled() -> None:
+    ir = tensor_codegen_ir(lambda x: x * 2.0 + 1.0, floats(1000))
+    # 15 full tiles of 64 lanes, then one static tile of the 40 left.
+    assert "vector<64xf32>" in ir and "vector<40xf32>" in ir
+    assert "linalg.generic" not in ir
+
+
+def test_row_sums_accumulate_whole_tiles_in_registers() -> None:
+    ir = tensor_codegen_ir(lambda x: jnp.sum(x, axis=1), floats(128, 4096))
+    # The loop over a row carries one vector of partial sums, reduced once.
+    assert "iter_args" in ir and "-> (vector<64xf32>)" in ir
+    assert ir.count("vector.multi_reduction") == 1
+
+
+def test_threads_split_the_outer_loop() -> None:
+    x = floats(512, 1024)
+    assert "scf.forall" in tensor_codegen_ir(lambda x: x * 2.0, x, threads=2)
+    assert "scf.forall" not in tensor_codegen_ir(lambda x: x * 2.0, x, threads=1)
+    # Too little work for a second thread.
+    assert "scf.forall" not in tensor_codegen_ir(lambda x: x * 2.0, floats(64, 64), threads=2)
