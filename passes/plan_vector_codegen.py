@@ -282,13 +282,13 @@ class PlanVectorCodegenPass(Pass):
                 " !transform.any_op, !transform.any_op)"
             )
             lines += [
-                f"transform.annotate {name} \"{VECTORIZE}\" : !transform.any_op"
+                f'transform.annotate {name} "{VECTORIZE}" : !transform.any_op'
                 for name in ("%fill", "%partial", "%combine")
             ]
             if loops.sizes[v] % tile:
                 lines.append(_peel("%rloop"))
         else:
-            lines.append(f"transform.annotate {handle} \"{VECTORIZE}\" : !transform.any_op")
+            lines.append(f'transform.annotate {handle} "{VECTORIZE}" : !transform.any_op')
             if loops.transposed is None and sizes[v] and loops.sizes[v] % tile:
                 lines.append(_peel(f"%loops#{tiled_loops.index(v)}"))
         body = "".join(f"      {line}\n" for line in lines)
@@ -340,7 +340,7 @@ def _peel(loop: str) -> str:
     """Split off the partial last tile, so the full tiles have static shapes."""
     return (
         f'%cast = transform.cast {loop} : !transform.any_op to !transform.op<"scf.for">\n'
-        '      %full, %partial_tile = transform.loop.peel %cast'
+        "      %full, %partial_tile = transform.loop.peel %cast"
         ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)'
     )
 
