@@ -123,6 +123,10 @@ def _generic_loops(op: ir.Operation) -> _Loops | None:
     largest = -1
     # Outputs first: on a tie the vector loop walks the output (a matmul's columns).
     for operand, map_ in zip(operands[::-1], maps[::-1]):
+        if not isinstance(operand.type, ir.ShapedType):
+            if not _vectorizable_type(operand.type):
+                return None
+            continue  # a scalar, broadcast to every lane
         shape = _static_shape(operand)
         if shape is None or not _vectorizable_memory(operand.type):
             return None
@@ -137,7 +141,7 @@ def _generic_loops(op: ir.Operation) -> _Loops | None:
             largest, contiguous_loop = elements, ir.AffineDimExpr(map_.results[-1]).position
     if None in sizes or contiguous_loop is None or 0 in sizes:
         return None
-    bits = max(_element_bits(o.type) for o in operands)
+    bits = max(_element_bits(o.type) for o in operands if isinstance(o.type, ir.ShapedType))
     reductions = ["reduction" in k for k in kinds]
     # A vector along a strided dimension is one scalar access per lane:
     # only transposes of whole square tiles avoid that.
