@@ -118,15 +118,27 @@ def xla_flops(model: Model) -> float | None:
 
 
 def time_interleaved(
-    calls: dict[str, Any], repeats: int, budget_s: float, results: dict[str, SystemResult]
+    calls: dict[str, Any],
+    repeats: int,
+    budget_s: float,
+    results: dict[str, SystemResult],
+    settle_s: float = 0.0,
 ) -> None:
-    """One call per system per round; a system stops after budget_s or ``repeats`` calls."""
+    """One call per system per round; a system stops after budget_s or ``repeats`` calls.
+
+    Before each timed call the machine idles ``settle_s`` seconds: thread
+    pools spin-wait after their work (OpenBLAS, OpenMP's 200 ms blocktime,
+    XLA's Eigen pool), and a call timed right after another system's would
+    share the cores with those spinning threads.
+    """
     spent = dict.fromkeys(calls, 0.0)
     for _ in range(repeats):
         active = [s for s in calls if spent[s] < budget_s or not results[s].samples_ms]
         if not active:
             break
         for system in active:
+            if settle_s and len(active) > 1:
+                time.sleep(settle_s)
             start = time.perf_counter()
             try:
                 calls[system]()
@@ -199,7 +211,7 @@ def run_model(
         else:
             entry.correct = True
         calls[system] = prepared.call
-    time_interleaved(calls, args.repeats, args.budget, result.systems)
+    time_interleaved(calls, args.repeats, args.budget, result.systems, args.settle)
     for entry in result.systems.values():
         if entry.samples_ms:
             entry.min_ms = min(entry.samples_ms)
@@ -362,6 +374,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"seconds of timed calls per system and model (default {DEFAULT_BUDGET_S})",
     )
     parser.add_argument(
+        "--settle",
+        type=float,
+        help="seconds of idle before each timed call, so that the previous system's "
+        "spinning threads sleep (default 0.25; 0 in --quick mode)",
+    )
+    parser.add_argument(
         "--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS)
     )
     parser.add_argument("--threads", type=int, help="threads for shlo.compile, if it takes them")
@@ -373,6 +391,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.system_list = _choose(parser, "--systems", args.systems, list(SYSTEMS))
     if args.repeats is None:
         args.repeats = 1 if args.quick else DEFAULT_REPEATS
+    if args.settle is None:
+        args.settle = 0.0 if args.quick else 0.25
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
     if args.threads is not None and args.threads < 1:
@@ -406,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = "quick (small sizes, correctness)" if args.quick else "full"
     print(
         f"mode: {mode}; systems: {', '.join(args.system_list)}; repeats {args.repeats}, "
-        f"budget {args.budget} s per system and model"
+        f"budget {args.budget} s per system and model, {args.settle} s idle before each call"
     )
     results = []
     for name in args.models:
@@ -430,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
             "systems": args.system_list,
             "repeats": args.repeats,
             "budget_s": args.budget,
+            "settle_s": args.settle,
             "threads": args.threads,
             "SHLO_CACHE_DIR": os.environ.get("SHLO_CACHE_DIR"),
             "SHLO_THREADS": os.environ.get("SHLO_THREADS"),
