@@ -126,10 +126,12 @@ def time_interleaved(
 ) -> None:
     """One call per system per round; a system stops after budget_s or ``repeats`` calls.
 
-    Before each timed call the machine idles ``settle_s`` seconds: thread
-    pools spin-wait after their work (OpenBLAS, OpenMP's 200 ms blocktime,
-    XLA's Eigen pool), and a call timed right after another system's would
-    share the cores with those spinning threads.
+    Before each timed call the machine idles ``settle_s`` seconds, then the
+    system makes one untimed call: thread pools spin-wait after their work
+    (OpenBLAS, OpenMP's 200 ms blocktime, XLA's Eigen pool), and a call timed
+    right after another system's would share the cores with those spinning
+    threads; the untimed call wakes the system's own threads and caches, as
+    in a loop of calls.
     """
     spent = dict.fromkeys(calls, 0.0)
     for _ in range(repeats):
@@ -137,10 +139,11 @@ def time_interleaved(
         if not active:
             break
         for system in active:
-            if settle_s and len(active) > 1:
-                time.sleep(settle_s)
-            start = time.perf_counter()
             try:
+                if settle_s and len(active) > 1:
+                    time.sleep(settle_s)
+                    calls[system]()
+                start = time.perf_counter()
                 calls[system]()
             except Exception as error:
                 result = results[system]
@@ -376,8 +379,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--settle",
         type=float,
-        help="seconds of idle before each timed call, so that the previous system's "
-        "spinning threads sleep (default 0.25; 0 in --quick mode)",
+        help="seconds of idle, then one untimed call, before each timed call, so that the "
+        "previous system's spinning threads sleep (default 0.25; 0 in --quick mode)",
     )
     parser.add_argument(
         "--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS)
