@@ -39,6 +39,7 @@ from shlo.passes.lower_strided_copies import LowerStridedCopiesPass
 from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
 from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
 from shlo.passes.normalize_reduce import NormalizeReducePass
+from shlo.passes.outline_kernels import OutlineKernelsPass
 from shlo.passes.parallel_inits_to_inputs import ParallelInitsToInputsPass
 from shlo.passes.plan_vector_codegen import PlanVectorCodegenPass
 from shlo.passes.precise_libm_calls import PreciseLibmCallsPass
@@ -58,6 +59,7 @@ PASSES: dict[str, type[Pass]] = {
     EraseCodegenRecipesPass.argument: EraseCodegenRecipesPass,
     InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
     PlanVectorCodegenPass.argument: PlanVectorCodegenPass,
+    OutlineKernelsPass.argument: OutlineKernelsPass,
     CanonicalizeDotGeneralPass.argument: CanonicalizeDotGeneralPass,
     CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
     CheckLoweredPass.argument: CheckLoweredPass,

@@ -71,6 +71,9 @@ class CodegenStrategy:
             return list(self.loop_passes)
         return [
             *self.loop_passes,
+            # One function per distinct loop nest: LLVM compiles a repeated
+            # layer once.
+            "shlo-outline-kernels",
             # Tiles split over threads: scf.forall -> scf.parallel -> OpenMP.
             "scf-forall-to-parallel",
             *([f"convert-scf-to-openmp{{num-threads={threads}}}"] if threads > 1 else []),

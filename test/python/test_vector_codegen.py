@@ -7,6 +7,8 @@ outermost parallel loop, including uneven splits.
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -166,3 +168,27 @@ def test_threads_split_the_outer_loop() -> None:
     assert "scf.forall" not in tensor_codegen_ir(lambda x: x * 2.0, x, threads=1)
     # Too little work for a second thread.
     assert "scf.forall" not in tensor_codegen_ir(lambda x: x * 2.0, floats(64, 64), threads=2)
+
+
+def loop_codegen_ir(function, *args) -> str:
+    text = export.export(jax.jit(function))(*args).mlir_module()
+    module = shlo.load_module(text)
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=2)
+    run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *pipeline.elements("loop-codegen")])
+    return str(module)
+
+
+def layers(x, w):
+    for _ in range(4):
+        x = jnp.tanh(x @ w) + jnp.sum(x, axis=1, keepdims=True) * 1e-3
+    return x
+
+
+def test_identical_layers_share_their_kernels() -> None:
+    x, w = floats(64, 256), floats(256, 256) / 16
+    ir = loop_codegen_ir(layers, x, w)
+    kernels = re.findall(r"func.func private @(shlo_kernel_\d+)", ir)
+    calls = re.findall(r"call @(shlo_kernel_\d+)", ir)
+    # Each layer's kernels are defined once and called once per layer, in order.
+    assert len(kernels) >= 2 and calls == kernels * 4
+    check(layers, x, w, threads=2, rtol=1e-5)

@@ -1,0 +1,157 @@
+"""shlo-outline-kernels: move each loop nest into a function, one per distinct nest.
+
+Ours because upstream is missing: MLIR has no pass that outlines loop nests
+on buffers and merges identical ones. Without it every kernel of a program
+is code in one function, and LLVM compiles a 12-layer transformer's twelve
+identical layers twelve times (most of its compile time). XLA likewise
+emits one function per fusion and compiles identical ones once.
+
+Each top-level ``scf.for`` or ``scf.forall`` of a function (the kernels
+after bufferization) becomes a private ``func.func`` whose arguments are the
+values the nest reads from outside (buffers, indices); constants are copied
+in, so loop bounds stay constants. Nests that print the same, up to the
+function's name, share one function. (LLVM inlines a kernel called once,
+which costs nothing, and keeps calls to the shared ones it finds too large.)
+
+  func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {
+    scf.for %i = %c0 to %c8 step %c1 { ... %a ... }
+    scf.for %i = %c0 to %c8 step %c1 { ... %b ... }
+    return
+  }
+  ==>
+  func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {
+    call @shlo_kernel_0(%a) : (memref<8xf32>) -> ()
+    call @shlo_kernel_0(%b) : (memref<8xf32>) -> ()
+    return
+  }
+  func.func private @shlo_kernel_0(%arg0: memref<8xf32>) { ... }
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.pass_framework import Pass
+
+KERNEL_PREFIX = "shlo_kernel_"
+_LOOPS = ("scf.for", "scf.forall")
+# Ops copied into each kernel instead of passed in: constants keep bounds static.
+_COPIED = ("arith.constant", "ub.poison")
+# Smaller nests are cheaper to compile inline than to call.
+MIN_OPS = 8
+
+
+def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(parent: ir.Operation) -> None:
+        for region in parent.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    found.append(inner.operation)
+                    visit(inner.operation)
+
+    visit(op)
+    return found
+
+
+def _captured(nest: ir.Operation, inner: list[ir.Operation]) -> list[ir.Value]:
+    """Values the nest uses but does not define, in first-use order."""
+    defined: set[ir.Value] = set()
+    for op in [nest, *inner]:
+        defined.update(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                defined.update(block.arguments)
+    captured: dict[ir.Value, None] = {}
+    for op in [nest, *inner]:
+        for operand in op.operands:
+            if operand not in defined:
+                captured[operand] = None
+    return list(captured)
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return owner.operation if isinstance(owner, ir.OpView | ir.Operation) else None
+
+
+@dataclass(frozen=True)
+class OutlineKernelsPass(Pass):
+    """Outline the loop nests of every function; identical nests share a function."""
+
+    argument: ClassVar[str] = "shlo-outline-kernels"
+
+    def run(self, module: ir.Operation) -> None:
+        body = module.regions[0].blocks[0]
+        functions = [
+            op.operation
+            for op in body.operations
+            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
+        ]
+        kernels: dict[str, str] = {}  # body text -> function name
+        for function in functions:
+            for block in function.regions[0].blocks:
+                for op in list(block.operations):
+                    op = op.operation
+                    if op.name in _LOOPS and not len(op.results):
+                        self._outline(module, function, op, kernels)
+
+    def _outline(
+        self,
+        module: ir.Operation,
+        function: ir.Operation,
+        nest: ir.Operation,
+        kernels: dict[str, str],
+    ) -> None:
+        inner = _nested_ops(nest)
+        if len(inner) < MIN_OPS:
+            return
+        captured = _captured(nest, inner)
+        copied = [v for v in captured if (d := _defining_op(v)) is not None and d.name in _COPIED]
+        arguments = [v for v in captured if v not in copied]
+        name = f"{KERNEL_PREFIX}{len(kernels)}"
+        types = [v.type for v in arguments]
+        with ir.InsertionPoint(module.regions[0].blocks[0]), nest.location:
+            kernel = ir.Operation.create(
+                "func.func",
+                attributes={
+                    "sym_name": ir.StringAttr.get(name),
+                    "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, [])),
+                    "sym_visibility": ir.StringAttr.get("private"),
+                },
+                regions=1,
+            )
+        entry = kernel.regions[0].blocks.append(*types)
+        with ir.InsertionPoint(entry), nest.location:
+            returned = ir.Operation.create("func.return")
+        # Constants first, then the nest, both before the return.
+        replacements: dict[ir.Value, ir.Value] = dict(zip(arguments, entry.arguments))
+        for value in copied:
+            copy = _defining_op(value).clone(ir.InsertionPoint(returned))
+            replacements[value] = copy.results[0]
+        with ir.InsertionPoint(nest), nest.location:
+            call = ir.Operation.create(
+                "func.call",
+                operands=arguments,
+                attributes={"callee": ir.FlatSymbolRefAttr.get(name)},
+            )
+        nest.move_before(returned)
+        # The nest's own operands, not every use: a constant may have thousands.
+        for op in [nest, *inner]:
+            for index, operand in enumerate(op.operands):
+                replacement = replacements.get(operand)
+                if replacement is not None:
+                    op.operands[index] = replacement
+        # Local scope: printing with the module's names would walk all of it.
+        asm = kernel.get_asm(use_local_scope=True, assume_verified=True)
+        text = re.sub(rf"@{name}\b", "@KERNEL", asm)
+        existing = kernels.get(text)
+        if existing is None:
+            kernels[text] = name
+            return
+        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(existing)
+        kernel.erase()
