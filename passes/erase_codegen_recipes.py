@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.codegen_recipes import PARTIAL_TILES
+from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 
 
@@ -43,12 +44,8 @@ class EraseCodegenRecipesPass(Pass):
 _TAGS = ("shlo.codegen_op", "shlo.vectorize", PARTIAL_TILES)
 
 
-def _erase_tags(op: ir.Operation) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                inner = inner.operation
-                for tag in _TAGS:
-                    if tag in inner.attributes:
-                        del inner.attributes[tag]
-                _erase_tags(inner)
+def _erase_tags(module: ir.Operation) -> None:
+    for op in ops_named(module):
+        for tag in _TAGS:
+            if tag in op.attributes:
+                del op.attributes[tag]

@@ -40,10 +40,15 @@ class InsertCodegenRecipesPass(Pass):
             text = transform_module_text(self.recipes)
         except ValueError as error:
             raise PassError(module.location, str(error)) from None
-        sequence = ir.Module.parse(
-            f"module attributes {{transform.with_named_sequence}} {{\n{text}\n}}", module.context
-        )
-        block = module.regions[0].blocks[0]
-        for op in list(sequence.body.operations):
-            block.append(op.operation)
-        module.attributes["transform.with_named_sequence"] = ir.UnitAttr.get(module.context)
+        append_transform_sequence(module, text)
+
+
+def append_transform_sequence(module: ir.Operation, text: str) -> None:
+    """Parse the transform ``text`` (a named sequence) into ``module`` for transform-interpreter."""
+    sequence = ir.Module.parse(
+        f"module attributes {{transform.with_named_sequence}} {{\n{text}\n}}", module.context
+    )
+    block = module.regions[0].blocks[0]
+    for op in list(sequence.body.operations):
+        block.append(op.operation)
+    module.attributes["transform.with_named_sequence"] = ir.UnitAttr.get(module.context)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
+from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
@@ -44,30 +45,16 @@ _COPIED = ("arith.constant", "ub.poison")
 MIN_OPS = 8
 
 
-def _nested_ops(op: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(parent: ir.Operation) -> None:
-        for region in parent.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    found.append(inner.operation)
-                    visit(inner.operation)
-
-    visit(op)
-    return found
-
-
-def _captured(nest: ir.Operation, inner: list[ir.Operation]) -> list[ir.Value]:
+def _captured(nested: list[ir.Operation]) -> list[ir.Value]:
     """Values the nest uses but does not define, in first-use order."""
     defined: set[ir.Value] = set()
-    for op in [nest, *inner]:
+    for op in nested:
         defined.update(op.results)
         for region in op.regions:
             for block in region.blocks:
                 defined.update(block.arguments)
     captured: dict[ir.Value, None] = {}
-    for op in [nest, *inner]:
+    for op in nested:
         for operand in op.operands:
             if operand not in defined:
                 captured[operand] = None
@@ -107,10 +94,11 @@ class OutlineKernelsPass(Pass):
         nest: ir.Operation,
         kernels: dict[str, str],
     ) -> None:
-        inner = _nested_ops(nest)
-        if len(inner) < MIN_OPS:
+        # Every op of the nest, the nest itself first.
+        nested = ops_named(nest)
+        if len(nested) - 1 < MIN_OPS:
             return
-        captured = _captured(nest, inner)
+        captured = _captured(nested)
         copied = [v for v in captured if (d := _defining_op(v)) is not None and d.name in _COPIED]
         arguments = [v for v in captured if v not in copied]
         name = f"{KERNEL_PREFIX}{len(kernels)}"
@@ -141,7 +129,7 @@ class OutlineKernelsPass(Pass):
             )
         nest.move_before(returned)
         # The nest's own operands, not every use: a constant may have thousands.
-        for op in [nest, *inner]:
+        for op in nested:
             for index, operand in enumerate(op.operands):
                 replacement = replacements.get(operand)
                 if replacement is not None:

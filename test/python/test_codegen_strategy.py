@@ -261,22 +261,32 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("x", "w", "stride", "pad", "dilation"), CONV_CASES)
-def test_vectorized_conv_matches_jax(
-    x: tuple[int, ...], w: tuple[int, ...], stride: int, pad: int, dilation: int
-) -> None:
-    jax = pytest.importorskip("jax")
-    source, _ = conv_source(x, w, stride, pad, dilation, "f32")
-    got, (image, kernel) = run_f32(source, x, w)
-    want = jax.lax.conv_general_dilated(
+def jax_conv(
+    image: np.ndarray, kernel: np.ndarray, stride: int, pad: int, dilation: int, groups: int = 1
+) -> np.ndarray:
+    """The NHWC x HWIO convolution as jax computes it, at full precision."""
+    import jax
+
+    return jax.lax.conv_general_dilated(
         image,
         kernel,
         (stride, stride),
         [(pad, pad), (pad, pad)],
         rhs_dilation=(dilation, dilation),
         dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        feature_group_count=groups,
         precision=jax.lax.Precision.HIGHEST,
     )
+
+
+@pytest.mark.parametrize(("x", "w", "stride", "pad", "dilation"), CONV_CASES)
+def test_vectorized_conv_matches_jax(
+    x: tuple[int, ...], w: tuple[int, ...], stride: int, pad: int, dilation: int
+) -> None:
+    pytest.importorskip("jax")
+    source, _ = conv_source(x, w, stride, pad, dilation, "f32")
+    got, (image, kernel) = run_f32(source, x, w)
+    want = jax_conv(image, kernel, stride, pad, dilation)
     assert_close_f32(got, np.asarray(want), w[0] * w[1] * w[2])
 
 
@@ -320,21 +330,12 @@ DEPTHWISE_CASES = [
 def test_vectorized_depthwise_conv_matches_jax(
     x: tuple[int, ...], window: tuple[int, int], stride: int, pad: int, dilation: int
 ) -> None:
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     channels = x[3]
     w = (*window, 1, channels)
     source, _ = conv_source(x, w, stride, pad, dilation, "f32", groups=channels)
     got, (image, kernel) = run_f32(source, x, w)
-    want = jax.lax.conv_general_dilated(
-        image,
-        kernel,
-        (stride, stride),
-        [(pad, pad), (pad, pad)],
-        rhs_dilation=(dilation, dilation),
-        dimension_numbers=("NHWC", "HWIO", "NHWC"),
-        feature_group_count=channels,
-        precision=jax.lax.Precision.HIGHEST,
-    )
+    want = jax_conv(image, kernel, stride, pad, dilation, groups=channels)
     assert_close_f32(got, np.asarray(want), window[0] * window[1])
 
 
