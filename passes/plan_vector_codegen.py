@@ -42,8 +42,9 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.codegen_recipes import SEQUENCE_NAME
-from shlo.ir_utils import linalg_generic_parts
+from shlo.ir_utils import linalg_generic_parts, ops_named
 from shlo.pass_framework import Pass
+from shlo.passes.insert_codegen_recipes import append_transform_sequence
 
 TAG = "shlo.codegen_op"
 VECTORIZE = "shlo.vectorize"
@@ -90,10 +91,13 @@ def _body_is_vectorizable(op: ir.Operation) -> bool:
 
 @dataclass(frozen=True)
 class _Loops:
-    """The loop nest of one op: sizes, which loops reduce, and the vector loop."""
+    """The loop nest of one op: sizes, which loops reduce, and the vector loop.
 
-    sizes: list[int]
-    reductions: list[bool]
+    Ops with equal loop nests share one plan.
+    """
+
+    sizes: tuple[int, ...]
+    reductions: tuple[bool, ...]
     vector: int
     element_bits: int
     # A transpose: the operands' contiguous loops differ. Square tiles of
@@ -113,7 +117,7 @@ def _element_bits(type_: ir.Type) -> int:
     return 64 if str(element) == "index" else max(getattr(element, "width", 32), 8)
 
 
-def _generic_loops(op: ir.Operation) -> _Loops | None:
+def _generic_loops(op: ir.Operation, vector_bits: int) -> _Loops | None:
     parts = linalg_generic_parts(op)
     operands = [*parts.inputs, *parts.outputs]
     maps = [*parts.input_maps, *parts.output_maps]
@@ -142,7 +146,7 @@ def _generic_loops(op: ir.Operation) -> _Loops | None:
     if None in sizes or contiguous_loop is None or 0 in sizes:
         return None
     bits = max(_element_bits(o.type) for o in operands if isinstance(o.type, ir.ShapedType))
-    reductions = ["reduction" in k for k in kinds]
+    reductions = tuple("reduction" in k for k in kinds)
     # A vector along a strided dimension is one scalar access per lane:
     # only transposes of whole square tiles avoid that.
     transposed = None
@@ -151,7 +155,7 @@ def _generic_loops(op: ir.Operation) -> _Loops | None:
             ir.AffineDimExpr(e).position for e in map_.results if isinstance(e, ir.AffineDimExpr)
         ]
         if contiguous_loop in loops_read and loops_read[-1] != contiguous_loop:
-            lanes = 512 // bits
+            lanes = vector_bits // bits
             other = loops_read[-1]
             if (
                 any(reductions)
@@ -161,14 +165,15 @@ def _generic_loops(op: ir.Operation) -> _Loops | None:
             ):
                 return None
             transposed = other
-    return _Loops(sizes, reductions, contiguous_loop, bits, transposed)  # type: ignore[arg-type]
+    return _Loops(tuple(sizes), reductions, contiguous_loop, bits, transposed)  # type: ignore[arg-type]
 
 
 def _fill_loops(op: ir.Operation) -> _Loops | None:
     shape = _static_shape(op.results[0])
     if not shape or 0 in shape or not _vectorizable_memory(op.results[0].type):
         return None
-    return _Loops(shape, [False] * len(shape), len(shape) - 1, _element_bits(op.results[0].type))
+    bits = _element_bits(op.results[0].type)
+    return _Loops(tuple(shape), (False,) * len(shape), len(shape) - 1, bits)
 
 
 def _is_zero(expr: ir.AffineExpr) -> bool:
@@ -196,19 +201,18 @@ class PlanVectorCodegenPass(Pass):
     def run(self, module: ir.Operation) -> None:
         plans: list[str] = []
         # Ops with the same loops share one plan: one transform for all of them.
-        plan_index: dict[tuple, int] = {}
-        for op in _walk_linalg(module):
+        plan_index: dict[_Loops, int] = {}
+        for op in ops_named(module, "linalg.generic", "linalg.fill"):
             loops = (
                 _fill_loops(op)
                 if op.name == "linalg.fill"
-                else _generic_loops(op)
+                else _generic_loops(op, self.vector_bits)
                 if _body_is_vectorizable(op)
                 else None
             )
             if loops is None or math.prod(loops.sizes) < 2:
                 continue
-            key = (tuple(loops.sizes), tuple(loops.reductions), loops.vector, loops.element_bits)
-            index = plan_index.setdefault(key, len(plan_index))
+            index = plan_index.setdefault(loops, len(plan_index))
             if index == len(plans):
                 plans.append(self._plan(index, loops))
             op.attributes[TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
@@ -220,13 +224,7 @@ class PlanVectorCodegenPass(Pass):
             + (_AFTER_TILING if plans else "")
             + "    transform.yield\n}"
         )
-        sequence = ir.Module.parse(
-            f"module attributes {{transform.with_named_sequence}} {{\n{text}\n}}", module.context
-        )
-        block = module.regions[0].blocks[0]
-        for op in list(sequence.body.operations):
-            block.append(op.operation)
-        module.attributes["transform.with_named_sequence"] = ir.UnitAttr.get(module.context)
+        append_transform_sequence(module, text)
 
     def _plan(self, index: int, loops: _Loops) -> str:
         rank = len(loops.sizes)
@@ -347,20 +345,3 @@ def _peel(loop: str) -> str:
         "      %full, %partial_tile = transform.loop.peel %cast"
         ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)'
     )
-
-
-def _walk_linalg(module: ir.Operation) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    inner = inner.operation
-                    if inner.name in ("linalg.generic", "linalg.fill"):
-                        found.append(inner)
-                    elif not inner.name.startswith("linalg."):
-                        visit(inner)
-
-    visit(module)
-    return found

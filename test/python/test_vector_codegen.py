@@ -192,3 +192,12 @@ def test_identical_layers_share_their_kernels() -> None:
     # Each layer's kernels are defined once and called once per layer, in order.
     assert len(kernels) >= 2 and calls == kernels * 4
     check(layers, x, w, threads=2, rtol=1e-5)
+
+
+def test_a_transpose_and_an_elementwise_op_of_the_same_shape_get_their_own_plans() -> None:
+    x, y = floats(256, 128), floats(128, 256)
+    for function in (lambda x, y: (x * 2.0, y.T), lambda x, y: (y.T, x * 2.0)):
+        ir = tensor_codegen_ir(function, x, y)
+        # Square tiles for the transpose, rows of 64 lanes for the product.
+        assert "vector<16x16xf32>" in ir and "vector<64xf32>" in ir
+        check(function, x, y)
