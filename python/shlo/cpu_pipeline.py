@@ -36,8 +36,9 @@ class CodegenStrategy:
     ``recipes`` (names in ``shlo.codegen_recipes.RECIPES``) transform the ops
     of their kind, and with ``vectorize`` shlo-plan-vector-codegen tiles,
     threads and vectorizes the elementwise ops and reductions.
-    ``loop_passes`` run after bufferization (the loop conversion and the
-    lowering of vectors and threads).
+    ``loop_passes`` run after bufferization (the loop conversion and
+    shlo-approximate-math, on scalars and vectors alike), then with
+    ``vectorize`` the lowering of kernels, threads and vectors.
     """
 
     name: str
@@ -83,7 +84,6 @@ class CodegenStrategy:
             "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction})",
             "convert-vector-to-scf{full-unroll=true}",
             "func.func(lower-vector-mask)",
-            "shlo-approximate-math",
             "canonicalize",
         ]
 
