@@ -40,6 +40,7 @@ from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
 from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
 from shlo.passes.normalize_reduce import NormalizeReducePass
 from shlo.passes.outline_kernels import OutlineKernelsPass
+from shlo.passes.pack_entry_arguments import PackEntryArgumentsPass
 from shlo.passes.parallel_inits_to_inputs import ParallelInitsToInputsPass
 from shlo.passes.plan_vector_codegen import PlanVectorCodegenPass
 from shlo.passes.precise_libm_calls import PreciseLibmCallsPass
@@ -60,6 +61,7 @@ PASSES: dict[str, type[Pass]] = {
     InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
     PlanVectorCodegenPass.argument: PlanVectorCodegenPass,
     OutlineKernelsPass.argument: OutlineKernelsPass,
+    PackEntryArgumentsPass.argument: PackEntryArgumentsPass,
     CanonicalizeDotGeneralPass.argument: CanonicalizeDotGeneralPass,
     CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
     CheckLoweredPass.argument: CheckLoweredPass,

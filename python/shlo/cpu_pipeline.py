@@ -138,7 +138,9 @@ _BUFFERIZE = (
 )
 
 _TO_LLVM = (
-    # First: complex math becomes arith and math ops, which the passes below lower.
+    # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
+    "shlo-pack-entry-arguments",
+    # Complex math becomes arith and math ops, which the passes below lower.
     "convert-complex-to-standard",
     "convert-scf-to-cf",
     "expand-strided-metadata",

@@ -4,13 +4,13 @@ The worker generates object code (``compile_object``); the host links it into
 a shared library with the system C compiler and loads it with ctypes, so the
 host never runs LLVM's code generator on a program.
 
-The entry function is called through the JIT's packed wrapper ``_mlir_main``,
-which takes an array of pointers to the lowered arguments. Each memref
-becomes (allocated pointer, aligned pointer, offset, sizes..., strides...),
-inputs first, then one out-parameter per result. Shapes are static, so all
-but the data pointers are fixed when the function is loaded, and a call costs
-one ctypes call plus one ``np.empty`` per result; the argument arrays are
-kept per thread, so concurrent calls from several threads are safe.
+The entry function takes one argument (shlo-pack-entry-arguments): a pointer
+to the data pointers of its buffers, inputs first, then one out-parameter per
+result; shapes are static, so nothing else varies. It is called through the
+JIT's packed wrapper ``_mlir_main``, which takes an array of pointers to the
+arguments. A call costs one ctypes call plus one ``np.empty`` per result; the
+pointer arrays are kept per thread, so concurrent calls from several threads
+are safe.
 """
 
 from __future__ import annotations
@@ -60,14 +60,6 @@ class ArrayType:
 
     def __str__(self) -> str:
         return tensor_type_text(self.shape, self.element_type)
-
-
-def _memref_tail(shape: tuple[int, ...]) -> list[int]:
-    """Offset, sizes and row-major strides (in elements) of a contiguous array."""
-    strides = [1] * len(shape)
-    for axis in range(len(shape) - 2, -1, -1):
-        strides[axis] = strides[axis + 1] * max(shape[axis + 1], 1)
-    return [0, *shape, *strides]
 
 
 def _fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
@@ -313,12 +305,7 @@ class LoadedFunction:
             if not address:
                 raise RuntimeError("the JIT has no symbol main")
             self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
-        # The lowered arguments with 0 for the data pointers, and where those go.
-        self._template: list[int] = []
-        self._pointer_slots: list[int] = []
-        for type_ in [*self.inputs, *self.results]:
-            self._pointer_slots.append(len(self._template))
-            self._template += [0, 0, *_memref_tail(type_.shape)]
+        self._buffer_count = len(self.inputs) + len(self.results)
         self._result_specs = [(t.shape, t.dtype) for t in self.results]
         self._sub_byte = any(t.element_type in _SUB_BYTE_BITS for t in self.results)
         self._per_thread = threading.local()
@@ -332,24 +319,24 @@ class LoadedFunction:
             self._function = None
             _ctypes.dlclose(library._handle)
 
-    def _argument_buffers(self) -> tuple[ctypes.Array[ctypes.c_int64], int]:
-        """This thread's argument values and the address of the pointers to them."""
+    def _argument_buffers(self) -> tuple[ctypes.Array[ctypes.c_void_p], int]:
+        """This thread's data pointers, and the packed argument list that points at them."""
         buffers = getattr(self._per_thread, "buffers", None)
         if buffers is None:
-            count = len(self._template)
-            values = (ctypes.c_int64 * count)(*self._template)
-            base = ctypes.addressof(values)
-            pointers = (ctypes.c_void_p * count)(*range(base, base + 8 * count, 8))
-            buffers = self._per_thread.buffers = (values, ctypes.addressof(pointers), pointers)
+            data = (ctypes.c_void_p * max(self._buffer_count, 1))()
+            # _mlir_main(void **arguments) reads main's one argument from arguments[0].
+            argument = ctypes.c_void_p(ctypes.addressof(data))
+            packed = (ctypes.c_void_p * 1)(ctypes.addressof(argument))
+            buffers = self._per_thread.buffers = (data, ctypes.addressof(packed), argument, packed)
         return buffers[0], buffers[1]
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run on C-contiguous arrays of the input types; returns new result arrays."""
         outputs = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
-        values, pointers = self._argument_buffers()
-        for slot, array in zip(self._pointer_slots, [*arrays, *outputs]):
-            values[slot] = values[slot + 1] = array.__array_interface__["data"][0]
-        if self._function(pointers):
+        data, packed = self._argument_buffers()
+        for index, array in enumerate([*arrays, *outputs]):
+            data[index] = array.__array_interface__["data"][0]
+        if self._function(packed):
             raise MemoryError(
                 "the compiled code could not allocate a buffer: not enough memory "
                 "(the buffers it had allocated are lost)"
