@@ -39,6 +39,7 @@ from shlo.passes.lower_strided_copies import LowerStridedCopiesPass
 from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
 from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
 from shlo.passes.normalize_reduce import NormalizeReducePass
+from shlo.passes.outline_contractions import OutlineContractionsPass
 from shlo.passes.outline_kernels import OutlineKernelsPass
 from shlo.passes.pack_entry_arguments import PackEntryArgumentsPass
 from shlo.passes.parallel_inits_to_inputs import ParallelInitsToInputsPass
@@ -60,6 +61,7 @@ PASSES: dict[str, type[Pass]] = {
     EraseCodegenRecipesPass.argument: EraseCodegenRecipesPass,
     InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
     PlanVectorCodegenPass.argument: PlanVectorCodegenPass,
+    OutlineContractionsPass.argument: OutlineContractionsPass,
     OutlineKernelsPass.argument: OutlineKernelsPass,
     PackEntryArgumentsPass.argument: PackEntryArgumentsPass,
     CanonicalizeDotGeneralPass.argument: CanonicalizeDotGeneralPass,

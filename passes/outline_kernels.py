@@ -94,52 +94,89 @@ class OutlineKernelsPass(Pass):
         nest: ir.Operation,
         kernels: dict[str, str],
     ) -> None:
-        # Every op of the nest, the nest itself first.
-        nested = ops_named(nest)
-        if len(nested) - 1 < MIN_OPS:
+        if len(ops_named(nest)) - 1 < MIN_OPS:
             return
-        captured = _captured(nested)
-        copied = [v for v in captured if (d := _defining_op(v)) is not None and d.name in _COPIED]
-        arguments = [v for v in captured if v not in copied]
-        name = f"{KERNEL_PREFIX}{len(kernels)}"
-        types = [v.type for v in arguments]
-        with ir.InsertionPoint(module.regions[0].blocks[0]), nest.location:
-            kernel = ir.Operation.create(
-                "func.func",
-                attributes={
-                    "sym_name": ir.StringAttr.get(name),
-                    "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, [])),
-                    "sym_visibility": ir.StringAttr.get("private"),
-                },
-                regions=1,
-            )
-        entry = kernel.regions[0].blocks.append(*types)
-        with ir.InsertionPoint(entry), nest.location:
-            returned = ir.Operation.create("func.return")
-        # Constants first, then the nest, both before the return.
-        replacements: dict[ir.Value, ir.Value] = dict(zip(arguments, entry.arguments))
-        for value in copied:
-            copy = _defining_op(value).clone(ir.InsertionPoint(returned))
-            replacements[value] = copy.results[0]
-        with ir.InsertionPoint(nest), nest.location:
-            call = ir.Operation.create(
-                "func.call",
-                operands=arguments,
-                attributes={"callee": ir.FlatSymbolRefAttr.get(name)},
-            )
-        nest.move_before(returned)
-        # The nest's own operands, not every use: a constant may have thousands.
-        for op in nested:
-            for index, operand in enumerate(op.operands):
-                replacement = replacements.get(operand)
-                if replacement is not None:
-                    op.operands[index] = replacement
-        # Local scope: printing with the module's names would walk all of it.
-        asm = kernel.get_asm(use_local_scope=True, assume_verified=True)
-        text = re.sub(rf"@{name}\b", "@KERNEL", asm)
-        existing = kernels.get(text)
-        if existing is None:
-            kernels[text] = name
-            return
-        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(existing)
-        kernel.erase()
+        outline(module, [nest], f"{KERNEL_PREFIX}{len(kernels)}", kernels)
+
+
+def _within(op: ir.Operation, roots: list[ir.Operation]) -> bool:
+    """Whether ``op`` is one of ``roots`` or nested in one (Operations hash by identity)."""
+    while op is not None:
+        if any(op == root for root in roots):
+            return True
+        op = op.parent
+    return False
+
+
+def outline(
+    module: ir.Operation, ops: list[ir.Operation], name: str, functions: dict[str, str]
+) -> ir.Operation:
+    """Move ``ops`` (in order, one block) into a private function ``name``; returns the call.
+
+    The call takes the place of the last op, so the results of the others must
+    be used only inside ``ops``; results used after it become the function's.
+    Constants are copied in. ``functions`` maps each function's text (up to
+    its name) to its name: a function that prints like an earlier one is
+    dropped and the call goes to that one.
+    """
+    nested = [inner for op in ops for inner in ops_named(op)]
+    captured = _captured(nested)
+    copied = [v for v in captured if (d := _defining_op(v)) is not None and d.name in _COPIED]
+    arguments = [v for v in captured if v not in copied]
+    # Each result used after the ops, with those uses (the call's results replace them).
+    outside_uses = {}
+    for op in ops:
+        for result in op.results:
+            uses = [u for u in result.uses if not _within(u.owner.operation, ops)]
+            if uses:
+                outside_uses[result] = uses
+    results = list(outside_uses)
+    last = ops[-1]
+    with ir.InsertionPoint(module.regions[0].blocks[0]), last.location:
+        function = ir.Operation.create(
+            "func.func",
+            attributes={
+                "sym_name": ir.StringAttr.get(name),
+                "function_type": ir.TypeAttr.get(
+                    ir.FunctionType.get([v.type for v in arguments], [r.type for r in results])
+                ),
+                "sym_visibility": ir.StringAttr.get("private"),
+            },
+            regions=1,
+        )
+    entry = function.regions[0].blocks.append(*[v.type for v in arguments])
+    with ir.InsertionPoint(entry), last.location:
+        returned = ir.Operation.create("func.return", operands=results)
+    # Constants first, then the ops, both before the return.
+    replacements: dict[ir.Value, ir.Value] = dict(zip(arguments, entry.arguments))
+    for value in copied:
+        copy = _defining_op(value).clone(ir.InsertionPoint(returned))
+        replacements[value] = copy.results[0]
+    with ir.InsertionPoint(last), last.location:
+        call = ir.Operation.create(
+            "func.call",
+            results=[r.type for r in results],
+            operands=arguments,
+            attributes={"callee": ir.FlatSymbolRefAttr.get(name)},
+        )
+    for result, replacement in zip(results, call.results):
+        for use in outside_uses[result]:
+            use.owner.operands[use.operand_number] = replacement
+    for op in ops:
+        op.move_before(returned)
+    # The ops' own operands, not every use: a constant may have thousands.
+    for op in nested:
+        for index, operand in enumerate(op.operands):
+            replacement = replacements.get(operand)
+            if replacement is not None:
+                op.operands[index] = replacement
+    # Local scope: printing with the module's names would walk all of it.
+    asm = function.get_asm(use_local_scope=True, assume_verified=True)
+    text = re.sub(rf"@{name}\b", "@FUNCTION", asm)
+    existing = functions.get(text)
+    if existing is None:
+        functions[text] = name
+        return call
+    call.attributes["callee"] = ir.FlatSymbolRefAttr.get(existing)
+    function.erase()
+    return call

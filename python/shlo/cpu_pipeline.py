@@ -51,9 +51,14 @@ class CodegenStrategy:
         stage = list(self.tensor_passes)
         if self.recipes:
             stage += [
+                # The recipes transform each distinct contraction once, in its
+                # own small function; inline puts the result back.
+                "shlo-outline-contractions",
                 f"shlo-insert-codegen-recipes{{recipes={','.join(self.recipes)}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
+                "inline{default-pipeline=}",
+                "symbol-dce",
             ]
         if self.vectorize:
             stage += [

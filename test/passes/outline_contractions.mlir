@@ -1,0 +1,45 @@
+// RUN: shlo-opt %s --pass-pipeline='builtin.module(shlo-outline-contractions)' | FileCheck %s
+
+// Two matmuls of the same shapes share one function, which takes the fill of
+// their init with it; a matmul of other shapes gets its own; a fill that
+// something else also reads stays where it is.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8x16xf32>, %[[C:.+]]: tensor<16x2xf32>)
+func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16x2xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<4x16xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: %[[M0:.+]] = call @shlo_contraction_0(%[[A]], %[[B]]) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %m0 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: %[[M1:.+]] = call @shlo_contraction_0(%[[A]], %[[B]])
+  %m1 = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: %[[M2:.+]] = call @shlo_contraction_1(%[[M0]], %[[C]])
+  %e2 = tensor.empty() : tensor<4x2xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %m2 = linalg.matmul ins(%m0, %c : tensor<4x16xf32>, tensor<16x2xf32>) outs(%f2 : tensor<4x2xf32>) -> tensor<4x2xf32>
+  // CHECK: %[[F3:.+]] = linalg.fill
+  // CHECK: %[[M3:.+]] = call @shlo_contraction_2(%[[M1]], %[[C]], %[[F3]])
+  %e3 = tensor.empty() : tensor<4x2xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %m3 = linalg.matmul ins(%m1, %c : tensor<4x16xf32>, tensor<16x2xf32>) outs(%f3 : tensor<4x2xf32>) -> tensor<4x2xf32>
+  // CHECK: return %[[M0]], %[[M1]], %[[M2]], %[[M3]], %[[F3]]
+  return %m0, %m1, %m2, %m3, %f3 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+}
+// CHECK-LABEL: func.func private @shlo_contraction_0
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xf32>, %[[Y:.+]]: tensor<8x16xf32>) -> tensor<4x16xf32>
+// CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<4x16xf32>
+// CHECK: %[[F:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%[[E]] : tensor<4x16xf32>)
+// CHECK: %[[M:.+]] = linalg.matmul ins(%[[X]], %[[Y]] : {{.*}}) outs(%[[F]] : tensor<4x16xf32>)
+// CHECK: return %[[M]]
+// CHECK-LABEL: func.func private @shlo_contraction_1
+// CHECK: linalg.fill
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @shlo_contraction_2
+// CHECK-SAME: (%{{.+}}: tensor<4x16xf32>, %{{.+}}: tensor<16x2xf32>, %[[INIT:.+]]: tensor<4x2xf32>) -> tensor<4x2xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.matmul {{.*}} outs(%[[INIT]] : tensor<4x2xf32>)
+// CHECK-NOT: func.func private @shlo_contraction_3
