@@ -257,10 +257,13 @@ def lower_to_llvm(
             )
     # Every StableHLO value, then every buffer the bufferized code allocates.
     check_array_sizes(module, limit, filename)
+    # The code generation passes are ours and upstream's, not the user's
+    # input: the module is verified once per run, not after every pass.
     through_bufferization = pipeline.elements(through="bufferize")
-    run_pipeline(module, through_bufferization, filename)
+    run_pipeline(module, through_bufferization, filename, verify_each=False)
     check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
-    run_pipeline(module, pipeline.elements()[len(through_bufferization) :], filename)
+    rest = pipeline.elements()[len(through_bufferization) :]
+    run_pipeline(module, rest, filename, verify_each=False)
     return Lowered(
         module_to_bytecode(module),
         tuple(str(t) for t in inputs),

@@ -151,13 +151,26 @@ def flag_element(name: str, options: str | None) -> str:
     return element
 
 
-def run_pipeline(module: ir.Module, pipeline: str | list[str], filename: str = "<module>") -> None:
-    """Run ``pipeline`` on ``module`` in place; ShloError carries the diagnostics on failure."""
+def run_pipeline(
+    module: ir.Module,
+    pipeline: str | list[str],
+    filename: str = "<module>",
+    verify_each: bool = True,
+) -> None:
+    """Run ``pipeline`` on ``module`` in place; ShloError carries the diagnostics on failure.
+
+    ``verify_each=False`` verifies the module once, after the last pass,
+    instead of after every pass: on a large program the verifier costs more
+    than most passes (GPT-2, 12 layers: 1.7 of 3.9 s of lowering).
+    """
     context = module.context
     pm = build_pass_manager(pipeline, context)
+    pm.enable_verifier(verify_each)
     with collect_diagnostics(context, filename) as collector:
         try:
             pm.run(module.operation)
+            if not verify_each:
+                module.operation.verify()
         except ir.MLIRError as error:
             collector.add_error(error)
             explain_silent_failure(module, collector, pipeline)
