@@ -1,0 +1,66 @@
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-outline-kernels)' | FileCheck %s
+
+// Two identical nests share one kernel, a different one gets its own, however
+// small; constants are copied in. Left with allocations and calls only, @main
+// is glue that LLVM need not optimize.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: attributes {llvm.passthrough = ["noinline", "optnone"]}
+// CHECK: call @shlo_kernel_0(%[[A:.+]], %[[B:.+]]) : (memref<64xf32>, memref<64xf32>) -> ()
+// CHECK: call @shlo_kernel_0(%[[B]], %[[C:.+]]) : (memref<64xf32>, memref<64xf32>) -> ()
+// CHECK: call @shlo_kernel_1(%[[C]]) : (memref<64xf32>) -> ()
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @main(%a: memref<64xf32>, %c: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %b = memref.alloc() : memref<64xf32>
+  scf.for %i = %c0 to %c64 step %c1 {
+    %x = memref.load %a[%i] : memref<64xf32>
+    %y = arith.mulf %x, %x : f32
+    memref.store %y, %b[%i] : memref<64xf32>
+  }
+  scf.for %i = %c0 to %c64 step %c1 {
+    %x = memref.load %b[%i] : memref<64xf32>
+    %y = arith.mulf %x, %x : f32
+    memref.store %y, %c[%i] : memref<64xf32>
+  }
+  scf.for %i = %c0 to %c64 step %c1 {
+    memref.store %zero, %c[%i] : memref<64xf32>
+  }
+  memref.dealloc %b : memref<64xf32>
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK-SAME: (%[[IN:.+]]: memref<64xf32>, %[[OUT:.+]]: memref<64xf32>)
+// CHECK-DAG: arith.constant 64 : index
+// CHECK: scf.for
+// CHECK: memref.load %[[IN]]
+// CHECK: memref.store %{{.+}}, %[[OUT]]
+// CHECK-LABEL: func.func private @shlo_kernel_1
+// CHECK: arith.constant 0.000000e+00 : f32
+// CHECK: scf.for
+// CHECK-NOT: func.func private @shlo_kernel_2
+
+// -----
+
+// A function that keeps a region (a while loop) stays optimized.
+// CHECK-LABEL: func.func @loop
+// CHECK-NOT: optnone
+// CHECK: scf.while
+func.func @loop(%n: memref<i32>) {
+  %c1 = arith.constant 1 : i32
+  %c10 = arith.constant 10 : i32
+  %start = memref.load %n[] : memref<i32>
+  %end = scf.while (%i = %start) : (i32) -> i32 {
+    %go = arith.cmpi slt, %i, %c10 : i32
+    scf.condition(%go) %i : i32
+  } do {
+  ^bb0(%i: i32):
+    %next = arith.addi %i, %c1 : i32
+    scf.yield %next : i32
+  }
+  memref.store %end, %n[] : memref<i32>
+  return
+}
