@@ -314,3 +314,52 @@ def test_expm1_and_log1p_are_accurate_near_zero() -> None:
     expm1, log1p = shlo.compile(source, isolate=False)(x, y)
     np.testing.assert_allclose(expm1, np.expm1(x), rtol=2e-16)
     np.testing.assert_allclose(log1p, np.log1p(y), rtol=2e-7)
+
+
+def test_many_arguments_of_every_rank_reach_the_entry() -> None:
+    """The entry takes one pointer to its buffers' data pointers (shlo-pack-entry-arguments).
+
+    300 arguments of ranks 0 to 3, each used once, with a zero-size one and
+    results of several ranks: every pointer must land in the right buffer.
+    """
+    shapes = [(), (3,), (2, 3), (2, 1, 3)]
+    count = 300
+    args = [np.full(shapes[i % 4], i, np.float32) for i in range(count)]
+    lines, total = [], None
+    for i in range(count):
+        value = f"%a{i}"
+        if shapes[i % 4] != (2, 3):
+            kind = "tensor<" + "".join(f"{d}x" for d in shapes[i % 4]) + "f32>"
+            dims = {(): "[]", (3,): "[1]", (2, 1, 3): "[0, 1, 1]"}[shapes[i % 4]]
+            if shapes[i % 4] == (2, 1, 3):
+                lines.append(f"%r{i} = stablehlo.reshape %a{i} : ({kind}) -> tensor<2x3xf32>")
+                value = f"%r{i}"
+            else:
+                lines.append(
+                    f"%r{i} = stablehlo.broadcast_in_dim %a{i}, dims = {dims}"
+                    f" : ({kind}) -> tensor<2x3xf32>"
+                )
+                value = f"%r{i}"
+        if total is None:
+            total = value
+        else:
+            lines.append(f"%s{i} = stablehlo.add {total}, {value} : tensor<2x3xf32>")
+            total = f"%s{i}"
+    params = ", ".join(
+        f"%a{i}: tensor<" + "".join(f"{d}x" for d in shapes[i % 4]) + "f32>" for i in range(count)
+    )
+    body = "\n".join(lines)
+    source = f"""
+    func.func @main({params}, %empty: tensor<0x5xf32>)
+        -> (tensor<2x3xf32>, tensor<f32>, tensor<0x5xf32>, tensor<3xf32>) {{
+      {body}
+      %neg = stablehlo.negate %empty : tensor<0x5xf32>
+      return {total}, %a0, %neg, %a{count - 3} : tensor<2x3xf32>, tensor<f32>, tensor<0x5xf32>, tensor<3xf32>
+    }}
+    """
+    empty = np.zeros((0, 5), np.float32)
+    total_value, first, negated, last_vector = shlo.compile(source, isolate=False)(*args, empty)
+    np.testing.assert_array_equal(total_value, np.full((2, 3), sum(range(count)), np.float32))
+    assert first.shape == () and first == 0
+    assert negated.shape == (0, 5)
+    np.testing.assert_array_equal(last_vector, np.full(3, count - 3, np.float32))
