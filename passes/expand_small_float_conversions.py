@@ -38,7 +38,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.dtypes import EMULATED_FLOATS
-from shlo.ir_utils import create_value, ops_named
+from shlo.ir_utils import create_value, defining_op, ops_named
 from shlo.pass_framework import Pass
 
 CAST = "builtin.unrealized_conversion_cast"
@@ -276,9 +276,9 @@ class _Rewriter:
         fmt = small_format(value.type)
         assert fmt is not None
         storage = ir.IntegerType.get_signless(fmt.width)
-        owner = value.owner
+        owner = defining_op(value)
         if (
-            isinstance(owner, ir.OpView | ir.Operation)
+            owner is not None
             and owner.name == CAST
             and len(owner.operands) == 1
             and owner.operands[0].type == storage
@@ -394,9 +394,9 @@ def fold_casts(module: ir.Operation) -> None:
     for op in ops_named(module, CAST):
         if len(op.operands) != 1 or len(op.results) != 1 or not _involves_small_float(op):
             continue
-        source = op.operands[0].owner
+        source = defining_op(op.operands[0])
         if (
-            isinstance(source, ir.OpView | ir.Operation)
+            source is not None
             and source.name == CAST
             and len(source.operands) == 1
             and source.operands[0].type == op.results[0].type

@@ -17,15 +17,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass
 
 
 def _defining_tuple(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    if isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == "stablehlo.tuple":
-        return owner.operation
-    return None
+    owner = defining_op(value)
+    return owner if owner is not None and owner.name == "stablehlo.tuple" else None
 
 
 def forward_element(op: ir.Operation) -> None:

@@ -48,7 +48,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.analysis.indexing import ELEMENTWISE_OPS, IndexingMap, value_maps
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass
 
 logger = logging.getLogger("shlo.passes")
@@ -133,10 +133,9 @@ def _exclusive_tree(producer: ir.Operation, scope: _Block) -> int:
     while frontier:
         op = frontier.pop()
         for operand in op.operands:
-            owner = operand.owner
-            if not isinstance(owner, (ir.Operation, ir.OpView)):
+            owner = defining_op(operand)
+            if owner is None:
                 continue  # a block argument
-            owner = owner.operation
             if owner in tree or owner not in scope.ops or owner.name not in CANDIDATES:
                 continue
             if all(use.owner.operation in tree for use in operand.uses):

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import attribute_dict, linalg_generic_parts, ops_named
+from shlo.ir_utils import attribute_dict, defining_op, linalg_generic_parts, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -156,25 +156,20 @@ def _is_upstream_fusible_producer(op: ir.Operation) -> bool:
     )
 
 
-def _defining_op(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
-
-
 def _fusible_producer(value: ir.Value) -> tuple[ir.Value, ir.Operation] | None:
     """The generic upstream may fuse into the reader of ``value``, and its result.
 
     Upstream folds single-use reshapes into their consumer first, so they are
     looked through; a reshape does not change how often an element is read.
     """
-    producer = _defining_op(value)
+    producer = defining_op(value)
     while (
         producer is not None
         and producer.name in _RESHAPES
         and len(list(producer.results[0].uses)) == 1
     ):
         value = producer.operands[0]
-        producer = _defining_op(value)
+        producer = defining_op(value)
     if producer is None or not _is_upstream_fusible_producer(producer):
         return None
     return value, producer
@@ -189,7 +184,7 @@ def values_to_fence(module: ir.Operation) -> list[tuple[ir.Value, ir.Operation]]
     for op in ops_named(module):
         if _is_named_contraction(op):
             for operand in op.operands:
-                reshape = _defining_op(operand)
+                reshape = defining_op(operand)
                 if reshape is not None and reshape.name in _RESHAPES:
                     fences.append((operand, op))
             for result in op.results:

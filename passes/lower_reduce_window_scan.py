@@ -56,7 +56,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, scf, tensor
 from shlo.ir_templates import signless_element
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass, no_match
 
 # Body ops whose repetition changes nothing (x op x == x): any init is exact,
@@ -94,14 +94,10 @@ def _padding(op: ir.Operation, rank: int) -> list[tuple[int, int]]:
 
 def _splat_constant(value: ir.Value) -> ir.Operation | None:
     """The stablehlo.constant behind ``value``, through rank-0 broadcasts."""
-    owner = value.owner
-    while (
-        isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == "stablehlo.broadcast_in_dim"
-    ):
-        owner = owner.operands[0].owner
-    if isinstance(owner, ir.OpView):
-        owner = owner.operation
-    if isinstance(owner, ir.Operation) and owner.name == "stablehlo.constant":
+    owner = defining_op(value)
+    while owner is not None and owner.name == "stablehlo.broadcast_in_dim":
+        owner = defining_op(owner.operands[0])
+    if owner is not None and owner.name == "stablehlo.constant":
         return owner
     return None
 

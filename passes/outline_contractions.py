@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass
 from shlo.passes.outline_kernels import outline
 
@@ -51,10 +51,9 @@ def _init_chain(op: ir.Operation) -> list[ir.Operation]:
     chain: list[ir.Operation] = []
     value = op.operands[len(op.operands) - 1]
     while True:
-        owner = value.owner
-        if not isinstance(owner, ir.OpView | ir.Operation):
+        producer = defining_op(value)
+        if producer is None:
             return chain
-        producer = owner.operation
         uses = list(value.uses)
         if (
             producer.name not in _INIT_PRODUCERS

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
@@ -61,11 +61,6 @@ def _captured(nested: list[ir.Operation]) -> list[ir.Value]:
             if operand not in defined:
                 captured[operand] = None
     return list(captured)
-
-
-def _defining_op(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return owner.operation if isinstance(owner, ir.OpView | ir.Operation) else None
 
 
 @dataclass(frozen=True)
@@ -119,7 +114,7 @@ def outline(
     """
     nested = [inner for op in ops for inner in ops_named(op)]
     captured = _captured(nested)
-    copied = [v for v in captured if (d := _defining_op(v)) is not None and d.name in _COPIED]
+    copied = [v for v in captured if (d := defining_op(v)) is not None and d.name in _COPIED]
     arguments = [v for v in captured if v not in copied]
     # Each result used after the ops, with those uses (the call's results replace them).
     outside_uses = {}
@@ -148,7 +143,7 @@ def outline(
     # Constants first, then the ops, both before the return.
     replacements: dict[ir.Value, ir.Value] = dict(zip(arguments, entry.arguments))
     for value in copied:
-        copy = _defining_op(value).clone(ir.InsertionPoint(returned))
+        copy = defining_op(value).clone(ir.InsertionPoint(returned))
         replacements[value] = copy.results[0]
     with ir.InsertionPoint(last), last.location:
         call = ir.Operation.create(

@@ -41,7 +41,7 @@ import numpy as np
 from shlo._mlir_compat import ir, new_context
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
-from shlo.ir_utils import string_value
+from shlo.ir_utils import defining_op, string_value
 from shlo.lowering import lower_to_llvm
 from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
@@ -317,10 +317,9 @@ def _callee(op: ir.Operation) -> ir.Operation | None:
 
 def host_value(value: ir.Value) -> np.ndarray | None:
     """``value`` decoded on the host: a constant, or what a call returns as a constant."""
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)):
+    owner = defining_op(value)
+    if owner is None:
         return None
-    owner = owner.operation
     if owner.name == "stablehlo.constant":
         return _constant_value(owner)
     callee = _callee(owner)

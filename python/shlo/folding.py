@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from shlo._mlir_compat import ir, rewrite
-from shlo.ir_utils import constant_array, create_constant, numpy_dtype, ranked_type
+from shlo.ir_utils import constant_array, create_constant, defining_op, numpy_dtype, ranked_type
 from shlo.pass_framework import no_match
 
 # Folding bigger results would trade compile time and memory for nothing.
@@ -73,9 +73,9 @@ def _static_dimension_size(value: ir.Value, dimension: int) -> int | None:
     value_type = ranked_type(value)
     if value_type is not None and not value_type.is_dynamic_dim(dimension):
         return value_type.shape[dimension]
-    owner = value.owner
+    owner = defining_op(value)
     if (
-        isinstance(owner, (ir.Operation, ir.OpView))
+        owner is not None
         and owner.name == "stablehlo.custom_call"
         and ir.StringAttr(owner.attributes["call_target_name"]).value_bytes
         == b"stablehlo.shape_refinement_operand_wrapper"

@@ -64,10 +64,16 @@ def numpy_dtype(element_type: ir.Type) -> type[np.generic] | None:
     return _NUMPY_DTYPES.get(str(element_type))
 
 
+def defining_op(value: ir.Value) -> ir.Operation | None:
+    """The op whose result ``value`` is; None for a block argument."""
+    owner = value.owner
+    return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
+
+
 def constant_array(value: ir.Value) -> np.ndarray | None:
     """The value of ``value`` when a stablehlo.constant of a numpy-representable type defines it."""
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.name != "stablehlo.constant":
+    owner = defining_op(value)
+    if owner is None or owner.name != "stablehlo.constant":
         return None
     tensor_type = ir.RankedTensorType(value.type)
     dtype = numpy_dtype(tensor_type.element_type)
