@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import attribute_dict, ops_named
+from shlo.ir_utils import attribute_dict, is_static, ops_named
 from shlo.pass_framework import Pass
 
 _FIELD = re.compile(r"(\w+_dimensions)\s*=\s*\[([^\]]*)\]")
@@ -80,13 +80,8 @@ def _reshape(value: ir.Value, shape: list[int]) -> ir.Value:
     ).result
 
 
-def _is_static(value: ir.Value) -> bool:
-    type_ = value.type
-    return isinstance(type_, ir.RankedTensorType) and type_.has_static_shape
-
-
 def canonicalize_dot(op: ir.Operation) -> None:
-    if not all(_is_static(v) for v in [*op.operands, *op.results]):
+    if not all(is_static(v.type) for v in [*op.operands, *op.results]):
         return
     numbers = dot_numbers(op)
     lhs_batch = numbers.get("lhs_batching_dimensions", [])

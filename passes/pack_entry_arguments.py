@@ -125,9 +125,7 @@ class PackEntryArgumentsPass(Pass):
                         "elem_type": ir.TypeAttr.get(pointer),
                     },
                 ).result
-                data = ir.Operation.create(
-                    "llvm.load", results=[pointer], operands=[slot]
-                ).result
+                data = ir.Operation.create("llvm.load", results=[pointer], operands=[slot]).result
                 memref = ir.MemRefType(function_type.inputs[index])
                 value = ir.Operation.create(
                     "builtin.unrealized_conversion_cast",

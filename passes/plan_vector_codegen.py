@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import SEQUENCE_NAME
+from shlo.codegen_recipes import SEQUENCE_NAME, sizes_text
 from shlo.ir_utils import linalg_generic_parts, ops_named
 from shlo.pass_framework import Pass
 from shlo.passes.insert_codegen_recipes import append_transform_sequence
@@ -180,10 +180,6 @@ def _is_zero(expr: ir.AffineExpr) -> bool:
     return isinstance(expr, ir.AffineConstantExpr) and ir.AffineConstantExpr(expr).value == 0
 
 
-def _sizes_text(sizes: list[int]) -> str:
-    return "[" + ", ".join(map(str, sizes)) + "]"
-
-
 def _results(count: int) -> str:
     return "(!transform.any_op" + ", !transform.any_op" * count + ")"
 
@@ -252,7 +248,7 @@ class PlanVectorCodegenPass(Pass):
                 sizes[outer] = chunk
                 lines.append(
                     f"%threaded, %forall = transform.structured.tile_using_forall {handle}"
-                    f" tile_sizes {_sizes_text(sizes)}"
+                    f" tile_sizes {sizes_text(sizes)}"
                     " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
                 )
                 handle = "%threaded"
@@ -269,7 +265,7 @@ class PlanVectorCodegenPass(Pass):
         if tiled_loops:
             lines.append(
                 f"%tiled, %loops:{len(tiled_loops)} = transform.structured.tile_using_for {handle}"
-                f" tile_sizes {_sizes_text(sizes)}"
+                f" tile_sizes {sizes_text(sizes)}"
                 f" : (!transform.any_op) -> {_results(len(tiled_loops))}"
             )
             handle = "%tiled"
@@ -279,7 +275,7 @@ class PlanVectorCodegenPass(Pass):
             lines.append(
                 f"%fill, %partial, %combine, %rloop = "
                 f"transform.structured.tile_reduction_using_for {handle}"
-                f" by tile_sizes = {_sizes_text(reduction_sizes)}"
+                f" by tile_sizes = {sizes_text(reduction_sizes)}"
                 " : (!transform.any_op) -> (!transform.any_op, !transform.any_op,"
                 " !transform.any_op, !transform.any_op)"
             )

@@ -12,6 +12,7 @@ only how that kind of op is generated.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The linalg ops of each kind, as stablehlo-legalize-to-linalg emits them.
@@ -116,7 +117,8 @@ def _peel(loop: str) -> str:
     )
 
 
-def _sizes(values: tuple[int, ...]) -> str:
+def sizes_text(values: Sequence[int]) -> str:
+    """Tile sizes as a transform op writes them: [8, 32, 1]."""
     return "[" + ", ".join(map(str, values)) + "]"
 
 
@@ -188,16 +190,16 @@ def _vectorize_contraction(
         f"{fill_argument}) {{\n",
         # scf.forall over output tiles: the threads.
         f"  %tile, %forall = transform.structured.tile_using_forall %op"
-        f" tile_sizes {_sizes(ones + thread_tile)} : ({any_op}) -> ({any_op}, {any_op})\n",
+        f" tile_sizes {sizes_text(ones + thread_tile)} : ({any_op}) -> ({any_op}, {any_op})\n",
         f"  %fused, %container = transform.structured.fuse_into_containing_op %fill into %forall"
         f" : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n"
         if filled
         else "",
         # The k loop outside: a (k_tile x nr) slice of the rhs stays in L1.
         f"  %ktile, %kloop = transform.structured.tile_using_for %tile"
-        f" tile_sizes {_sizes((*zeros, 0, 0, k_tile))} : ({any_op}) -> ({any_op}, {any_op})\n",
+        f" tile_sizes {sizes_text((*zeros, 0, 0, k_tile))} : ({any_op}) -> ({any_op}, {any_op})\n",
         f"  %reg, %loops:{batch + 3} = transform.structured.tile_using_for %ktile"
-        f" tile_sizes {_sizes(ones + register_tile + (1,))}"
+        f" tile_sizes {sizes_text(ones + register_tile + (1,))}"
         f" : ({any_op}) -> ({', '.join([any_op] * (batch + 4))})\n",
         # Inner loop first: peeling the outer one copies the inner one's halves.
         _peel(f"%loops#{batch + 1}"),
@@ -207,7 +209,7 @@ def _vectorize_contraction(
         f"  transform.foreach %tiles : {any_op} {{\n",
         f"  ^bb0(%t: {any_op}):\n",
         f"    transform.structured.vectorize %t vector_sizes"
-        f" {_sizes(ones + register_tile + (1,))} : {any_op}\n",
+        f" {sizes_text(ones + register_tile + (1,))} : {any_op}\n",
         "  }\n",
         _lower_contractions_and_hoist("%forall"),
         "  transform.yield\n",

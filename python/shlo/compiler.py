@@ -154,7 +154,6 @@ class Executable:
                     self.entry,
                     arg_types,
                     pipeline,
-                    self._pipeline.threads,
                     code_kind,
                     max_bytes,
                 )

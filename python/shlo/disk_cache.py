@@ -141,16 +141,16 @@ def code_key(
     entry: str,
     arg_types: Sequence[str],
     pipeline: Sequence[str],
-    threads: int | None,
     code_kind: str,
     max_bytes: int,
 ) -> bytes:
     """The key of the code for one specialization of one module.
 
     ``pipeline``: every string that describes the CPU pipeline (its elements
-    and its repr); ``code_kind``: "object" or "llvm", which the host can load;
-    ``max_bytes``: the array limit checked while lowering, so a hit never
-    skips a check that a smaller limit would fail.
+    and its repr, which holds the thread count); ``code_kind``: "object" or
+    "llvm", which the host can load; ``max_bytes``: the array limit checked
+    while lowering, so a hit never skips a check that a smaller limit would
+    fail.
     """
     return _digest(
         "code",
@@ -159,7 +159,6 @@ def code_key(
             entry.encode(),
             "\n".join(arg_types).encode(),
             "\n".join(pipeline).encode(),
-            f"threads {threads}".encode(),
             code_kind.encode(),
             f"max_bytes {max_bytes}".encode(),
             host_cpu().encode(),
@@ -267,10 +266,7 @@ def store(kind: str, key: bytes, meta: dict[str, Any], blob: bytes) -> None:
         return
     finally:
         if temp is not None:
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
+            _unlink(temp)
     stats[f"{kind} store"] += 1
     evict(directory, limit)
 

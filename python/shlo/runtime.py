@@ -282,8 +282,8 @@ def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
         # relocations in a shared library); -Bsymbolic binds the library's own
         # symbols (its function is named main) to itself, never to the host's.
         command = [driver, "-shared", "-fPIC", "-o", lib, obj, guard, "-lm"]
-        runtime = openmp_library()
         if _uses_openmp(object_code):
+            runtime = openmp_library()
             if runtime is None:
                 raise ShloError("the code runs on threads, but intel-openmp is not installed")
             command += [runtime, f"-Wl,-rpath,{os.path.dirname(runtime)}"]
