@@ -49,8 +49,8 @@ from bench.systems import (
 )
 
 DEFAULT_OUT = Path(__file__).parent / "results"
-# Full mode: shlo's scalar-loop code takes seconds per call today, so timing
-# stops after this many seconds or --repeats calls per system and model.
+# Full mode: timing stops after this many seconds or --repeats calls per
+# system and model (a slow system, or the scalar-loop strategy, takes seconds per call).
 DEFAULT_BUDGET_S = 3.0
 DEFAULT_REPEATS = 20
 PACKAGES = (
@@ -385,7 +385,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS)
     )
-    parser.add_argument("--threads", type=int, help="threads for shlo.compile, if it takes them")
+    parser.add_argument("--threads", type=int, help="threads for shlo.compile (default: its own)")
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
     )

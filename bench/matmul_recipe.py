@@ -16,7 +16,6 @@ how much work each version does, though not how long a caller waits.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -29,10 +28,6 @@ import shlo
 from jax import export
 from shlo.cpu_pipeline import VECTORIZED, CpuPipeline
 from timing import seconds_per_call
-
-STRATEGY = dataclasses.replace(
-    VECTORIZED, name="vectorized-recipes", recipes=("vectorize-matmul", "vectorize-conv")
-)
 
 
 def _f32(*shape: int) -> np.ndarray:
@@ -93,7 +88,7 @@ def main() -> None:
         want = np.asarray(jitted(*inputs))
         calls: dict[str, Callable[[], object]] = {}
         for t in threads:
-            exe = shlo.compile(module, pipeline=CpuPipeline(strategy=STRATEGY, threads=t))
+            exe = shlo.compile(module, pipeline=CpuPipeline(strategy=VECTORIZED, threads=t))
             np.testing.assert_allclose(exe(*inputs), want, rtol=1e-4, atol=1e-3)
             calls[f"shlo {t}T ms"] = lambda exe=exe: exe(*inputs)
         device_inputs = [jax.device_put(x) for x in inputs]

@@ -9,7 +9,6 @@ device arrays for XLA and IREE (uploaded once, outside the timing).
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,20 +59,12 @@ def output_leaves(result: Any) -> list[np.ndarray]:
 def prepare_shlo(case: Case, threads: int | None) -> Prepared:
     import shlo
 
-    options: dict[str, Any] = {}
-    note = ""
-    if threads is not None:
-        # Another engineer is adding threads=; older shlo.compile has no such argument.
-        if "threads" in inspect.signature(shlo.compile).parameters:
-            options["threads"] = threads
-        else:
-            note = "shlo.compile takes no threads argument: --threads ignored"
     inputs = case.inputs
     start = time.perf_counter()
-    executable = shlo.compile(case.exported.mlir_module_serialized, **options)
+    executable = shlo.compile(case.exported.mlir_module_serialized, threads=threads)
     first = executable(*inputs)
     compile_s = time.perf_counter() - start
-    return Prepared(lambda: executable(*inputs), output_leaves(first), compile_s, note)
+    return Prepared(lambda: executable(*inputs), output_leaves(first), compile_s)
 
 
 def prepare_xla(case: Case) -> Prepared:
