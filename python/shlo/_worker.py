@@ -1,7 +1,9 @@
 """The child process of ``shlo.isolation.Worker``: runs tasks until stdin closes.
 
 Each request is ``{"id": ..., "task": name, **arguments}`` and gets the reply
-``(id, "ok", result)`` or ``(id, "error", (message, diagnostics))``. The
+``(id, "ok", result, retire)`` or ``(id, "error", (message, diagnostics),
+retire)``; after a reply with ``retire`` set the worker exits, since its
+memory may be damaged (``shlo.io.heap_may_be_damaged``). The
 worker exits when its host dies: the kernel's parent-death signal where the
 host allows it, and a watchdog thread polling the parent's pid otherwise.
 """
@@ -16,10 +18,11 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, BinaryIO
 
 from shlo.diagnostics import ShloError
 from shlo.interpreter import interpret
+from shlo.io import heap_may_be_damaged
 from shlo.isolation import positive_setting, read_message, write_message
 from shlo.lowering import inspect_entry, lower_to_object
 from shlo.opt_task import opt
@@ -105,15 +108,21 @@ def _run(request: dict[str, Any]) -> tuple[str, Any]:
         return ("error", (f"internal error: {error}", []))
 
 
-def _run_on_large_stack(request: dict[str, Any]) -> tuple[str, Any]:
-    reply: list[tuple[str, Any]] = []
-    thread = threading.Thread(target=lambda: reply.append(_run(request)), name="shlo-task")
+def _serve(request_id: Any, request: dict[str, Any], replies: BinaryIO) -> None:
+    status, payload = _run(request)
+    # Sent before this thread exits: with a damaged heap, the exit itself may
+    # abort (glibc frees the thread's cache), and the reply must not be lost.
+    write_message(replies, (request_id, status, payload, heap_may_be_damaged()))
+
+
+def _serve_on_large_stack(request_id: Any, request: dict[str, Any], replies: BinaryIO) -> None:
+    thread = threading.Thread(target=_serve, args=(request_id, request, replies), name="shlo-task")
     try:
         thread.start()
     except RuntimeError:  # no room for the stack (strict overcommit): the normal one
-        return _run(request)
+        _serve(request_id, request, replies)
+        return
     thread.join()
-    return reply[0]
 
 
 def main() -> None:
@@ -134,9 +143,9 @@ def main() -> None:
             request = read_message(requests)
         except EOFError:
             return
-        request_id = request.pop("id", None)
-        status, payload = _run_on_large_stack(request)
-        write_message(replies, (request_id, status, payload))
+        _serve_on_large_stack(request.pop("id", None), request, replies)
+        if heap_may_be_damaged():
+            return
 
 
 if __name__ == "__main__":

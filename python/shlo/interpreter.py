@@ -202,7 +202,7 @@ def interpret(
     filename: str = "<module>",
 ) -> list[np.ndarray]:
     """Results of ``entry`` on ``args``, computed by the reference interpreter."""
-    module = load_module(source)
+    module = load_module(source, filename=filename)
     context = module.context
     keep_only_entry_public(module, entry, filename)
     run_pipeline(module, _FRONTEND, filename)

@@ -18,6 +18,7 @@ from shlo._mlir_compat import (
     new_context,
     serialize_portable_artifact,
 )
+from shlo.bytecode import BYTECODE_MAGIC, attribute_type_table_overrun
 from shlo.diagnostics import (
     Diagnostic,
     ShloError,
@@ -27,7 +28,6 @@ from shlo.diagnostics import (
     undecodable_diagnostic_error,
 )
 
-BYTECODE_MAGIC = b"ML\xefR"
 # Portable artifacts are VHLO bytecode whose producer string names StableHLO.
 _PORTABLE_PRODUCER = b"StableHLO_v"
 _PRODUCER_VERSION = re.compile(rb"StableHLO_v([^\x00]{0,40})\x00")
@@ -218,7 +218,32 @@ def parse_module(data: bytes | str, context: ir.Context, filename: str = "<strin
     return module
 
 
+# Set when MLIR's bytecode reader rejected an input: on some corrupt input it
+# writes out of bounds before it reports the error, so this process's heap
+# may be damaged (a later request crashed, or hung in malloc).
+_bytecode_reader_failed = False
+
+
+def heap_may_be_damaged() -> bool:
+    """True once the bytecode reader failed in this process: it should not be reused."""
+    return _bytecode_reader_failed
+
+
 def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.Module:
+    global _bytecode_reader_failed
+    if not (isinstance(data, bytes) and data.startswith(BYTECODE_MAGIC)):
+        return _parse_text_or_bytecode(data, context, filename)
+    overrun = attribute_type_table_overrun(data)
+    if overrun:
+        raise _error_in(filename, overrun)
+    try:
+        return _parse_text_or_bytecode(data, context, filename)
+    except BaseException:
+        _bytecode_reader_failed = True
+        raise
+
+
+def _parse_text_or_bytecode(data: bytes | str, context: ir.Context, filename: str) -> ir.Module:
     if isinstance(data, bytes) and is_portable_artifact(data):
         return _deserialize(data, context, filename)
     if isinstance(data, bytes) and not data.startswith(BYTECODE_MAGIC):
@@ -261,12 +286,14 @@ def existing_path(source: str | os.PathLike[str]) -> str:
 
 
 def load_module(
-    source: str | bytes | os.PathLike[str] | ir.Module, context: ir.Context | None = None
+    source: str | bytes | os.PathLike[str] | ir.Module,
+    context: ir.Context | None = None,
+    filename: str = "<string>",
 ) -> ir.Module:
     """A module from a parsed module, a path, text, bytecode or a portable artifact.
 
     A parsed module is returned as it is; anything else is parsed in
-    ``context``, by default a new one.
+    ``context``, by default a new one. Errors in text or bytes name ``filename``.
     """
     if isinstance(source, ir.Module):
         return source
@@ -294,7 +321,7 @@ def load_module(
             shardy.finish_loading(module, str(path), data, has_sdy)
             return module
         return parse_module(data, context, str(path))
-    return parse_module(source, context)
+    return parse_module(source, context, filename)
 
 
 def module_to_bytecode(module: ir.Module) -> bytes:

@@ -6,7 +6,9 @@ length-prefixed messages on its stdin and stdout, each carrying the request's
 id. Any failure during an exchange (the worker dies, a timeout, a
 KeyboardInterrupt, a reply with the wrong id) kills and discards the worker,
 so no stale reply is ever read by a later request; the next request starts a
-fresh worker. The worker exits soon after its host dies (see ``_worker``).
+fresh worker. So does a reply marked ``retire``: the worker ran MLIR's
+bytecode reader on input it rejected, which may have damaged its heap. The
+worker exits soon after its host dies (see ``_worker``).
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ class Worker:
         request_id = next(self._ids)
         try:
             write_message(process.stdin, {"id": request_id, "task": task, **request})
-            reply_id, status, payload = _read_reply(
+            reply_id, status, payload, retire = _read_reply(
                 process.stdout.fileno(), time.monotonic() + limit
             )
             if reply_id != request_id:
@@ -207,6 +209,8 @@ class Worker:
             # still arrive, so this worker can never be trusted again.
             self._discard()
             raise
+        if retire:
+            self._discard()  # it exits: its memory may be damaged
         return status, payload
 
     def _discard(self) -> None:

@@ -164,7 +164,7 @@ def inspect_entry(
     source: bytes | str | ir.Module, entry: str, filename: str = "<module>"
 ) -> EntrySignature:
     """Parse ``source`` and read the parameters of ``entry`` (in the worker: parsing may crash)."""
-    module = load_module(source)
+    module = load_module(source, filename=filename)
     inputs, _ = function_types(module, entry, filename)
     params: Params = []
     for index, type_ in enumerate(inputs):
@@ -239,7 +239,7 @@ def lower_to_llvm(
     """
     limit = default_max_bytes() if max_bytes is None else max_bytes
     pipeline = pipeline or CpuPipeline()
-    module = load_module(source)
+    module = load_module(source, filename=filename)
     function_types(module, entry, filename)  # a clear error before any pass runs
     keep_only_entry_public(module, entry, filename)
     run_pipeline(module, FRONTEND, filename)

@@ -39,7 +39,7 @@ def refine_to_bytecode(
     source: bytes | str | ir.Module, types: Sequence[str], filename: str = "<refine>"
 ) -> bytes:
     """``source`` refined to ``types``, as bytecode (in the worker: parsing may crash)."""
-    module = load_module(source)
+    module = load_module(source, filename=filename)
     main = next(
         (
             op.operation

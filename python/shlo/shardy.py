@@ -35,8 +35,8 @@ and then removes them:
 ``shlo.io`` calls ``prepare_input``, parses with unregistered dialects allowed
 only when sdy occurs (``unregistered_dialects``), and calls ``finish_loading``.
 
-The bytecode layout followed is MLIR's (https://mlir.llvm.org/docs/BytecodeFormat/)
-and the sdy attribute encoding is Shardy's ``bytecode.td``.
+The bytecode is walked with ``shlo.bytecode``; the sdy attribute encoding
+followed is Shardy's ``bytecode.td``.
 """
 
 from __future__ import annotations
@@ -48,15 +48,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir
+from shlo.bytecode import (
+    ATTR_TYPE_OFFSET_SECTION,
+    ATTR_TYPE_SECTION,
+    BYTECODE_MAGIC,
+    DIALECT_SECTION,
+    DIALECT_VERSIONING,
+    STRING_SECTION,
+    AttrTypeTable,
+    Entry,
+    Malformed,
+    Reader,
+    encode_varint,
+    read_container,
+    read_dialects,
+    read_section,
+    read_strings,
+    write_section,
+)
 from shlo.diagnostics import Diagnostic, ShloError
 from shlo.ir_utils import ops_named
 
 SDY = "sdy"
-BYTECODE_MAGIC = b"ML\xefR"
-_ALIGNMENT_BYTE = 0xCB
-_DIALECT_VERSIONING = 1  # the first bytecode version with dialect version entries
-_STRING_SECTION, _DIALECT_SECTION, _ATTR_TYPE_SECTION, _ATTR_TYPE_OFFSET_SECTION = 0, 1, 2, 3
-_NUM_SECTIONS = 9
 # Shardy's attribute codes (the order of ``SdyDialectTypes`` in bytecode.td).
 _SDY_ATTRIBUTE_KINDS = (
     "manual_axes",
@@ -81,201 +94,6 @@ _SDY_ATTRIBUTE_KINDS = (
 _SDY_MESH_AXIS, _SDY_MESH = 1, 2
 
 
-class _Malformed(Exception):
-    """The bytes are not bytecode this module can walk; MLIR's reader reports why."""
-
-
-class _Reader:
-    """A bounds-checked cursor over ``data[pos:end]``."""
-
-    def __init__(self, data: bytes, pos: int = 0, end: int | None = None) -> None:
-        self.data = data
-        self.pos = pos
-        self.end = len(data) if end is None else end
-
-    def at_end(self) -> bool:
-        return self.pos >= self.end
-
-    def take(self, size: int) -> bytes:
-        if size < 0 or size > self.end - self.pos:
-            raise _Malformed(f"{size} bytes requested, {self.end - self.pos} left")
-        chunk = self.data[self.pos : self.pos + size]
-        self.pos += size
-        return chunk
-
-    def byte(self) -> int:
-        return self.take(1)[0]
-
-    def varint(self) -> int:
-        """MLIR's PrefixVarInt: the trailing zeros of the first byte count the extra bytes."""
-        first = self.byte()
-        if first & 1:
-            return first >> 1
-        if first == 0:
-            return int.from_bytes(self.take(8), "little")
-        extra = (first & -first).bit_length() - 1
-        value = int.from_bytes(bytes([first]) + self.take(extra), "little")
-        return value >> (extra + 1)
-
-    def signed_varint(self) -> int:
-        value = self.varint()
-        return (value >> 1) ^ -(value & 1)
-
-    def varint_with_flag(self) -> tuple[int, bool]:
-        value = self.varint()
-        return value >> 1, bool(value & 1)
-
-    def cstring(self) -> bytes:
-        nul = self.data.find(b"\x00", self.pos, self.end)
-        if nul < 0:
-            raise _Malformed("unterminated string")
-        return self.take(nul - self.pos + 1)[:-1]
-
-
-def encode_varint(value: int) -> bytes:
-    """The PrefixVarInt encoding of a non-negative integer below 2**64."""
-    for extra in range(8):
-        if value < 1 << (7 * (extra + 1)):
-            return ((value << 1 | 1) << extra).to_bytes(extra + 1, "little")
-    return b"\x00" + value.to_bytes(8, "little")
-
-
-@dataclass
-class _Section:
-    id: int
-    alignment: int  # 0 when the section is not aligned
-    data: bytes
-
-
-def _read_section(reader: _Reader) -> _Section:
-    id_and_aligned = reader.byte()
-    length = reader.varint()
-    section_id, alignment = id_and_aligned & 0x7F, 0
-    if section_id >= _NUM_SECTIONS:
-        raise _Malformed(f"invalid section id {section_id}")
-    if id_and_aligned & 0x80:
-        alignment = reader.varint()
-        if alignment <= 0 or alignment & (alignment - 1) or alignment > 1 << 16:
-            raise _Malformed(f"invalid alignment {alignment}")
-        while reader.pos % alignment:
-            if reader.byte() != _ALIGNMENT_BYTE:
-                raise _Malformed("invalid alignment padding")
-    return _Section(section_id, alignment, reader.take(length))
-
-
-def _write_section(out: bytearray, section: _Section) -> None:
-    """Appends the section; padding aligns its data relative to the start of ``out``."""
-    out.append(section.id | (0x80 if section.alignment else 0))
-    out += encode_varint(len(section.data))
-    if section.alignment:
-        out += encode_varint(section.alignment)
-        out += bytes([_ALIGNMENT_BYTE]) * (-len(out) % section.alignment)
-    out += section.data
-
-
-def _read_strings(data: bytes) -> list[bytes]:
-    """The string table: a count, the sizes (last string first), then the data."""
-    reader = _Reader(data)
-    count = reader.varint()
-    if count > len(data):
-        raise _Malformed("too many strings")
-    strings: list[bytes] = []
-    end = len(data)
-    for _ in range(count):
-        size = reader.varint()
-        if size < 1 or size > end:
-            raise _Malformed("bad string size")
-        strings.append(data[end - size : end - 1])
-        end -= size
-    if reader.pos != end:
-        raise _Malformed("trailing data in the string section")
-    strings.reverse()
-    return strings
-
-
-@dataclass
-class _DialectEntry:
-    name: bytes
-    name_index: int
-    encoded: bytes  # the entry as written, its version section included
-
-
-def _read_dialects(
-    data: bytes, strings: list[bytes], version: int
-) -> tuple[list[_DialectEntry], bytes]:
-    """The dialect entries and the rest of the dialect section (the op names)."""
-    reader = _Reader(data)
-    count = reader.varint()
-    if count > len(data):
-        raise _Malformed("too many dialects")
-    dialects = []
-    for _ in range(count):
-        start = reader.pos
-        if version < _DIALECT_VERSIONING:
-            index, has_version = reader.varint(), False
-        else:
-            index, has_version = reader.varint_with_flag()
-        if index >= len(strings):
-            raise _Malformed("bad dialect name")
-        if has_version:
-            _read_section(reader)
-        dialects.append(_DialectEntry(strings[index], index, data[start : reader.pos]))
-    return dialects, data[reader.pos :]
-
-
-@dataclass
-class _Entry:
-    dialect: int
-    custom: bool
-    data: bytes
-
-
-@dataclass
-class _AttrTypeTable:
-    num_attributes: int
-    entries: list[_Entry]  # the attributes, then the types
-    trailing: bytes  # whatever follows the last entry in the AttrType section
-
-    @classmethod
-    def read(cls, offsets: bytes, data: bytes, num_dialects: int) -> _AttrTypeTable:
-        reader = _Reader(offsets)
-        num_attributes, num_types = reader.varint(), reader.varint()
-        if num_attributes + num_types > len(offsets):
-            raise _Malformed("too many attributes or types")
-        entries: list[_Entry] = []
-        offset = 0
-        for total in (num_attributes, num_attributes + num_types):
-            while len(entries) < total:
-                dialect, group_size = reader.varint(), reader.varint()
-                if dialect >= num_dialects or group_size > total - len(entries):
-                    raise _Malformed("bad attribute or type group")
-                for _ in range(group_size):
-                    size, custom = reader.varint_with_flag()
-                    if size > len(data) - offset:
-                        raise _Malformed("entry past the end of the section")
-                    entries.append(_Entry(dialect, custom, data[offset : offset + size]))
-                    offset += size
-        if not reader.at_end():
-            raise _Malformed("trailing data in the offset section")
-        return cls(num_attributes, entries, data[offset:])
-
-    def write(self) -> tuple[bytes, bytes]:
-        """(offset section, attribute and type section)."""
-        offsets = bytearray(encode_varint(self.num_attributes))
-        offsets += encode_varint(len(self.entries) - self.num_attributes)
-        for group in (self.entries[: self.num_attributes], self.entries[self.num_attributes :]):
-            start = 0
-            while start < len(group):
-                end = start
-                while end < len(group) and group[end].dialect == group[start].dialect:
-                    end += 1
-                offsets += encode_varint(group[start].dialect) + encode_varint(end - start)
-                for entry in group[start:end]:
-                    offsets += encode_varint(len(entry.data) << 1 | entry.custom)
-                start = end
-        return bytes(offsets), b"".join(entry.data for entry in self.entries) + self.trailing
-
-
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -283,26 +101,26 @@ def _quote(text: str) -> str:
 class _SdyDecoder:
     """Textual forms of sdy's binary attribute entries."""
 
-    def __init__(self, table: _AttrTypeTable, strings: list[bytes], sdy: int) -> None:
+    def __init__(self, table: AttrTypeTable, strings: list[bytes], sdy: int) -> None:
         self.table, self.strings, self.sdy = table, strings, sdy
 
-    def _sdy_entry(self, index: int, kind: int) -> _Reader:
+    def _sdy_entry(self, index: int, kind: int) -> Reader:
         """A reader past the code of attribute ``index``, which must be sdy's ``kind``."""
         if index >= self.table.num_attributes:
-            raise _Malformed("bad attribute index")
+            raise Malformed("bad attribute index")
         entry = self.table.entries[index]
-        reader = _Reader(entry.data)
+        reader = Reader(entry.data)
         if entry.dialect != self.sdy or not entry.custom or reader.varint() != kind:
-            raise _Malformed("unexpected attribute kind")
+            raise Malformed("unexpected attribute kind")
         return reader
 
-    def _string(self, reader: _Reader) -> str:
+    def _string(self, reader: Reader) -> str:
         index = reader.varint()
         if index >= len(self.strings):
-            raise _Malformed("bad string index")
+            raise Malformed("bad string index")
         return self.strings[index].decode("utf-8", errors="replace")
 
-    def mesh(self, reader: _Reader) -> str:
+    def mesh(self, reader: Reader) -> str:
         """``mesh<["x"=2, "y"=1], device_ids=[...]>``, as sdy prints it."""
         axes = []
         for _ in range(_count(reader)):
@@ -315,21 +133,21 @@ class _SdyDecoder:
             body += ", device_ids=[" + ", ".join(map(str, device_ids)) + "]"
         return f"mesh<{body}>"
 
-    def text(self, entry: _Entry) -> str:
+    def text(self, entry: Entry) -> str:
         """The entry as attribute assembly that the generic parser reads as opaque."""
-        reader = _Reader(entry.data)
+        reader = Reader(entry.data)
         code = reader.varint()
         if code == _SDY_MESH:
-            with contextlib.suppress(_Malformed):
+            with contextlib.suppress(Malformed):
                 return f"#sdy.{self.mesh(reader)}"
         kind = _SDY_ATTRIBUTE_KINDS[code] if code < len(_SDY_ATTRIBUTE_KINDS) else f"kind {code}"
         return f"#sdy<{_quote(f'{kind} (binary encoding dropped)')}>"
 
 
-def _count(reader: _Reader) -> int:
+def _count(reader: Reader) -> int:
     count = reader.varint()
     if count > reader.end - reader.pos:
-        raise _Malformed("list longer than its entry")
+        raise Malformed("list longer than its entry")
     return count
 
 
@@ -341,7 +159,7 @@ def rewrite_bytecode(data: bytes) -> tuple[bytes, bool]:
     """
     try:
         return _rewrite_bytecode(data)
-    except _Malformed:
+    except Malformed:
         return data, False
 
 
@@ -352,45 +170,39 @@ def _rewrite_bytecode(data: bytes, always_rebuild: bool = False) -> tuple[bytes,
     # The dialect name is in the string table, NUL-terminated: skip the walk without it.
     if SDY.encode() + b"\x00" not in data and not always_rebuild:
         return data, False
-    reader = _Reader(data, len(BYTECODE_MAGIC))
-    version = reader.varint()
-    reader.cstring()  # the producer
-    header = data[: reader.pos]
-    sections: list[_Section] = []
-    while not reader.at_end():
-        sections.append(_read_section(reader))
-    by_id = {section.id: section for section in sections}
-    needed = (_STRING_SECTION, _DIALECT_SECTION, _ATTR_TYPE_SECTION, _ATTR_TYPE_OFFSET_SECTION)
-    if len(by_id) != len(sections) or any(section_id not in by_id for section_id in needed):
-        raise _Malformed("missing or duplicate sections")
-    strings = _read_strings(by_id[_STRING_SECTION].data)
-    dialects, op_names = _read_dialects(by_id[_DIALECT_SECTION].data, strings, version)
+    container = read_container(data)
+    by_id = container.by_id()
+    needed = (STRING_SECTION, DIALECT_SECTION, ATTR_TYPE_SECTION, ATTR_TYPE_OFFSET_SECTION)
+    if any(section_id not in by_id for section_id in needed):
+        raise Malformed("missing sections")
+    strings = read_strings(by_id[STRING_SECTION].data)
+    dialects, op_names = read_dialects(by_id[DIALECT_SECTION].data, strings, container.version)
     sdy = next((i for i, d in enumerate(dialects) if d.name == SDY.encode()), None)
     if sdy is None and not always_rebuild:
         return data, False
-    table = _AttrTypeTable.read(
-        by_id[_ATTR_TYPE_OFFSET_SECTION].data, by_id[_ATTR_TYPE_SECTION].data, len(dialects)
+    table = AttrTypeTable.read(
+        by_id[ATTR_TYPE_OFFSET_SECTION].data, by_id[ATTR_TYPE_SECTION].data, len(dialects)
     )
     if sdy is not None:
         _replace_sdy_encodings(table, strings, sdy)
         # Without the sdy dialect its version entry cannot be read either.
-        if version >= _DIALECT_VERSIONING:
+        if container.version >= DIALECT_VERSIONING:
             dialects[sdy].encoded = encode_varint(dialects[sdy].name_index << 1)
     dialect_section = encode_varint(len(dialects)) + b"".join(d.encoded for d in dialects)
-    by_id[_DIALECT_SECTION].data = dialect_section + op_names
+    by_id[DIALECT_SECTION].data = dialect_section + op_names
     offsets, attr_types = table.write()
-    by_id[_ATTR_TYPE_OFFSET_SECTION].data = offsets
-    by_id[_ATTR_TYPE_SECTION].data = attr_types
+    by_id[ATTR_TYPE_OFFSET_SECTION].data = offsets
+    by_id[ATTR_TYPE_SECTION].data = attr_types
 
     # Only top-level sections get new padding. Nested ones (dialect versions,
     # isolated regions) hold no blobs, so MLIR's writer never aligns them.
-    out = bytearray(header)
-    for section in sections:
-        _write_section(out, section)
+    out = bytearray(container.header)
+    for section in container.sections:
+        write_section(out, section)
     return bytes(out), sdy is not None
 
 
-def _replace_sdy_encodings(table: _AttrTypeTable, strings: list[bytes], sdy: int) -> None:
+def _replace_sdy_encodings(table: AttrTypeTable, strings: list[bytes], sdy: int) -> None:
     decoder = _SdyDecoder(table, strings, sdy)
     # Decode everything first: the mesh decoder reads other sdy entries.
     replacements = {
@@ -399,7 +211,7 @@ def _replace_sdy_encodings(table: _AttrTypeTable, strings: list[bytes], sdy: int
         if entry.dialect == sdy and entry.custom
     }
     for index, text in replacements.items():
-        table.entries[index] = _Entry(sdy, False, text.encode() + b"\x00")
+        table.entries[index] = Entry(sdy, False, text.encode() + b"\x00")
 
 
 # --- Text ---------------------------------------------------------------------------------------
@@ -420,18 +232,19 @@ _IDENTITY_OPS = ("sharding_constraint", "reshard")
 
 def has_undecodable_strings(data: bytes) -> bool:
     """True when MLIR bytecode's string table (names, string values) holds invalid UTF-8."""
-    reader = _Reader(data, len(BYTECODE_MAGIC))
+    reader = Reader(data, len(BYTECODE_MAGIC))
     try:
         reader.varint()  # the version
         reader.cstring()  # the producer
         while not reader.at_end():
-            section = _read_section(reader)
-            if section.id == _STRING_SECTION:
-                strings = _read_strings(section.data)
+            # Only the sections before the string table need to be well formed.
+            section = read_section(reader)
+            if section.id == STRING_SECTION:
+                strings = read_strings(section.data)
                 break
         else:
             return False
-    except _Malformed:
+    except Malformed:
         return False  # the reader reports malformed bytecode itself
     for string in strings:
         try:
@@ -491,7 +304,7 @@ def _balanced_end(text: str, start: int) -> int:
             if not stack:
                 return position + 1
         position += 1
-    raise _Malformed("unbalanced brackets")
+    raise Malformed("unbalanced brackets")
 
 
 def _split_loc(rest: str) -> tuple[str, str]:
@@ -504,7 +317,7 @@ def _rewrite_line(indent: str, result: str, op: str, rest: str) -> str:
     if op == "mesh" and not result:
         name = _MESH_OP.match(rest)
         if not name or not rest[name.end() :].startswith("<"):
-            raise _Malformed("unexpected sdy.mesh syntax")
+            raise Malformed("unexpected sdy.mesh syntax")
         mesh_end = _balanced_end(rest, name.end())
         mesh = rest[name.end() : mesh_end]
         attributes, loc = _split_loc(rest[mesh_end:])
@@ -516,19 +329,19 @@ def _rewrite_line(indent: str, result: str, op: str, rest: str) -> str:
     if op in _IDENTITY_OPS and result:
         operand = _VALUE_OP.match(rest)
         if not operand or not rest[operand.end() :].startswith("<"):
-            raise _Malformed(f"unexpected sdy.{op} syntax")
+            raise Malformed(f"unexpected sdy.{op} syntax")
         sharding_end = _balanced_end(rest, operand.end())
         sharding = rest[operand.end() : sharding_end]
         tail, loc = _split_loc(rest[sharding_end:])
         attributes, _, type_text = tail.rpartition(" : ")
         if not type_text.strip():
-            raise _Malformed(f"unexpected sdy.{op} syntax")
+            raise Malformed(f"unexpected sdy.{op} syntax")
         result_type = type_text.strip()
         return (
             f'{indent}{result}"sdy.{op}"({operand.group(1)}) <{{sharding = #sdy.sharding'
             f"{sharding}}}> {attributes.strip()} : ({result_type}) -> {result_type}{loc}"
         )
-    raise _Malformed(f"sdy.{op}")
+    raise Malformed(f"sdy.{op}")
 
 
 def rewrite_text(text: str, filename: str = "<string>") -> str:
@@ -546,7 +359,7 @@ def rewrite_text(text: str, filename: str = "<string>") -> str:
         indent, result, op = match.groups()
         try:
             lines[number] = _rewrite_line(indent, result, op, line[match.end() :])
-        except _Malformed:
+        except Malformed:
             column = len(indent) + len(result) + 1
             raise _error(
                 f"the Shardy op 'sdy.{op}' is not supported; shlo drops only sdy.mesh, "

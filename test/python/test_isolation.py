@@ -102,22 +102,37 @@ def test_timeout_kills_the_worker(worker: Worker) -> None:
     assert worker.call("echo", value=3) == 3
 
 
-def test_input_that_corrupts_the_worker_does_not_fail_the_next_request() -> None:
-    # A bit-flipped artifact (found by the fuzzer) ends in a clean error but
-    # leaves the worker's heap corrupt; the next request used to crash there
-    # ("unaligned tcache chunk detected") and was blamed for it.
+def test_bytecode_the_reader_would_overrun_on_is_refused_before_reading() -> None:
+    # A bit-flipped artifact (found by the fuzzer): MLIR's reader wrote past
+    # its attribute array, then the worker hung or aborted, now or later.
     poison = (Path(__file__).parent / "fuzz_regressions" / "heap_poison.mlirbc").read_bytes()
     worker = Worker()
     try:
-        # The damage shows only sometimes: several rounds.
-        for _ in range(5):
-            # A clean error, or a crash of its own when the damage shows at once.
-            with pytest.raises(shlo.ShloError, match=r"end of the bytecode|crashed"):
+        for _ in range(3):
+            with pytest.raises(shlo.ShloError, match=r"^poison: error: malformed bytecode: a group"):
                 worker.call("inspect", source=poison, entry="main", filename="poison")
+            pid = worker.pid
             signature = worker.call("inspect", source=NEGATE, entry="main", filename="negate")
             assert signature.params == [((3,), "f32")]
+            assert worker.pid == pid, "the reader never ran: the worker is kept"
     finally:
         worker.close()
+
+
+def test_worker_is_replaced_after_the_bytecode_reader_fails(worker: Worker) -> None:
+    # The reader can damage the heap before it reports an error, so the worker
+    # that ran it exits; errors in text leave the worker in service.
+    bytecode = module_to_bytecode(shlo.load_module(NEGATE))
+    with pytest.raises(shlo.ShloError, match=r"^text:4:27: error"):
+        worker.call("inspect", source=NEGATE[:-3], entry="main", filename="text")
+    text_pid = worker.pid
+    assert text_pid is not None
+    with pytest.raises(shlo.ShloError):
+        worker.call("inspect", source=bytecode[:-20], entry="main", filename="cut")
+    assert worker.pid is None
+    assert not _alive(text_pid)
+    assert worker.call("inspect", source=bytecode, entry="main", filename="whole").params
+    assert worker.pid is not None
 
 
 def test_worker_memory_is_limited(monkeypatch, worker: Worker) -> None:

@@ -17,7 +17,7 @@ import pytest
 import shlo
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from shlo import shardy
+from shlo import bytecode, shardy
 from shlo.io import module_to_bytecode
 
 SHLO_OPT = str(Path(sys.executable).parent / "shlo-opt")
@@ -112,47 +112,42 @@ def test_reencoding_reproduces_the_bytes(plain_export):
 
 
 def test_alignment_padding_follows_the_new_offset():
-    section = shardy._Section(id=5, alignment=8, data=b"\x01\x02\x03")
+    section = bytecode.Section(id=5, alignment=8, data=b"\x01\x02\x03")
     for prefix in range(12):
         out = bytearray(b"\x00" * prefix)
-        shardy._write_section(out, section)
+        bytecode.write_section(out, section)
         start = out.index(b"\x01\x02\x03", prefix + 3)
         assert start % 8 == 0
-        reader = shardy._Reader(bytes(out), prefix)
-        assert shardy._read_section(reader) == section
+        reader = bytecode.Reader(bytes(out), prefix)
+        assert bytecode.read_section(reader) == section
         assert reader.at_end()
 
 
 @pytest.mark.parametrize("value", [0, 1, 127, 128, 2**14, 2**21 - 1, 2**40, 2**56, 2**64 - 1])
 def test_varint_round_trip(value):
-    encoded = shardy.encode_varint(value)
-    reader = shardy._Reader(encoded)
+    encoded = bytecode.encode_varint(value)
+    reader = bytecode.Reader(encoded)
     assert reader.varint() == value
     assert reader.at_end()
 
 
 def _with_sdy_version(data: bytes) -> bytes:
     """``data`` with a dialect version entry for sdy, as a newer JAX may write."""
-    reader = shardy._Reader(data, len(shardy.BYTECODE_MAGIC))
-    version = reader.varint()
-    reader.cstring()
-    out = bytearray(data[: reader.pos])
-    sections = []
-    while not reader.at_end():
-        sections.append(shardy._read_section(reader))
-    by_id = {section.id: section for section in sections}
-    strings = shardy._read_strings(by_id[0].data)
-    dialects, op_names = shardy._read_dialects(by_id[1].data, strings, version)
+    container = bytecode.read_container(data)
+    by_id = container.by_id()
+    strings = bytecode.read_strings(by_id[0].data)
+    dialects, op_names = bytecode.read_dialects(by_id[1].data, strings, container.version)
     for dialect in dialects:
         if dialect.name == b"sdy":
-            entry = bytearray(shardy.encode_varint(dialect.name_index << 1 | 1))
-            shardy._write_section(entry, shardy._Section(7, 0, b"\x01\x03\x01"))
+            entry = bytearray(bytecode.encode_varint(dialect.name_index << 1 | 1))
+            bytecode.write_section(entry, bytecode.Section(7, 0, b"\x01\x03\x01"))
             dialect.encoded = bytes(entry)
     by_id[1].data = (
-        shardy.encode_varint(len(dialects)) + b"".join(d.encoded for d in dialects) + op_names
+        bytecode.encode_varint(len(dialects)) + b"".join(d.encoded for d in dialects) + op_names
     )
-    for section in sections:
-        shardy._write_section(out, section)
+    out = bytearray(container.header)
+    for section in container.sections:
+        bytecode.write_section(out, section)
     return bytes(out)
 
 
