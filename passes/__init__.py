@@ -20,6 +20,7 @@ from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
 from shlo.passes.fold_tuples import FoldTuplesPass
 from shlo.passes.fuse_elementwise_by_indexing import FuseElementwiseByIndexingPass
 from shlo.passes.fuse_elementwise_trees import FuseElementwiseTreesPass
+from shlo.passes.fuse_rows import FuseRowsPass
 from shlo.passes.guard_integer_division import GuardIntegerDivisionPass
 from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
 from shlo.passes.legalize_broadcasts import LegalizeBroadcastsPass
@@ -75,6 +76,7 @@ PASSES: dict[str, type[Pass]] = {
     FoldTuplesPass.argument: FoldTuplesPass,
     FuseElementwiseByIndexingPass.argument: FuseElementwiseByIndexingPass,
     FuseElementwiseTreesPass.argument: FuseElementwiseTreesPass,
+    FuseRowsPass.argument: FuseRowsPass,
     GuardIntegerDivisionPass.argument: GuardIntegerDivisionPass,
     LegalizeBroadcastsPass.argument: LegalizeBroadcastsPass,
     LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,

@@ -39,9 +39,9 @@ class EraseCodegenRecipesPass(Pass):
         _erase_tags(module)
 
 
-# What shlo-plan-vector-codegen puts on the ops it plans, and the codegen
+# What shlo-fuse-rows and shlo-plan-vector-codegen put on the ops they plan, and the codegen
 # recipes on the loops over partial tiles.
-_TAGS = ("shlo.codegen_op", "shlo.vectorize", PARTIAL_TILES)
+_TAGS = ("shlo.codegen_op", "shlo.vectorize", "shlo.row_op", PARTIAL_TILES)
 
 
 def _erase_tags(module: ir.Operation) -> None:

@@ -36,6 +36,7 @@ Ops the vectorizer rejects keep their tiles and become scalar loops.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -103,6 +104,7 @@ class _Loops:
     # A transpose: the operands' contiguous loops differ. Square tiles of
     # both loops are read and written whole, transposed in registers.
     transposed: int | None = None
+    threaded: bool = False  # inside a loop that already runs on threads
 
 
 def _static_shape(value: ir.Value) -> list[int] | None:
@@ -168,6 +170,15 @@ def _generic_loops(op: ir.Operation, vector_bits: int) -> _Loops | None:
     return _Loops(tuple(sizes), reductions, contiguous_loop, bits, transposed)  # type: ignore[arg-type]
 
 
+def _in_forall(op: ir.Operation) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "scf.forall":
+            return True
+        parent = parent.parent
+    return False
+
+
 def _fill_loops(op: ir.Operation) -> _Loops | None:
     shape = _static_shape(op.results[0])
     if not shape or 0 in shape or not _vectorizable_memory(op.results[0].type):
@@ -208,6 +219,9 @@ class PlanVectorCodegenPass(Pass):
             )
             if loops is None or math.prod(loops.sizes) < 2:
                 continue
+            if _in_forall(op):
+                # Inside shlo-fuse-rows' loop over blocks of rows: already threaded.
+                loops = dataclasses.replace(loops, threaded=True)
             index = plan_index.setdefault(loops, len(plan_index))
             if index == len(plans):
                 plans.append(self._plan(index, loops))
@@ -234,7 +248,7 @@ class PlanVectorCodegenPass(Pass):
         handle = "%op"
         # Threads split the outermost parallel loop that has enough iterations.
         total = math.prod(loops.sizes)
-        if self.threads > 1 and total >= 2 * MIN_ELEMENTS_PER_THREAD:
+        if self.threads > 1 and not loops.threaded and total >= 2 * MIN_ELEMENTS_PER_THREAD:
             outer = next(
                 (i for i in range(rank) if not loops.reductions[i] and loops.sizes[i] > 1), None
             )

@@ -62,6 +62,10 @@ class CodegenStrategy:
             ]
         if self.vectorize:
             stage += [
+                # Reductions and the ops reusing their rows, one block of rows at a time.
+                f"shlo-fuse-rows{{threads={threads}}}",
+                "transform-interpreter",
+                "shlo-erase-codegen-recipes",
                 # Contractions no recipe took become generics that the plan
                 # vectorizes (after fusion, which must not fuse into them).
                 "func.func(linalg-generalize-named-ops)",

@@ -109,7 +109,9 @@ def test_bytecode_the_reader_would_overrun_on_is_refused_before_reading() -> Non
     worker = Worker()
     try:
         for _ in range(3):
-            with pytest.raises(shlo.ShloError, match=r"^poison: error: malformed bytecode: a group"):
+            with pytest.raises(
+                shlo.ShloError, match=r"^poison: error: malformed bytecode: a group"
+            ):
                 worker.call("inspect", source=poison, entry="main", filename="poison")
             pid = worker.pid
             signature = worker.call("inspect", source=NEGATE, entry="main", filename="negate")

@@ -201,3 +201,46 @@ def test_a_transpose_and_an_elementwise_op_of_the_same_shape_get_their_own_plans
         # Square tiles for the transpose, rows of 64 lanes for the product.
         assert "vector<16x16xf32>" in ir and "vector<64xf32>" in ir
         check(function, x, y)
+
+
+def softmax(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+def layernorm(x, scale):
+    mean = x.mean(-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5) * scale
+
+
+def rmsnorm_residual(x, y):
+    h = x + y
+    return h * jax.lax.rsqrt((h * h).mean(-1, keepdims=True) + 1e-6), h
+
+
+# Each group has more values than the 32 MiB shlo-fuse-rows leaves to the cache.
+ROW_GROUPS = [
+    (softmax, (floats(1024, 4096),)),
+    # 16 heads of scores: two row dimensions, the second split into blocks.
+    (softmax, (floats(16, 512, 512),)),
+    # 2039 rows (a prime): blocks of one row.
+    (softmax, (floats(2039, 2000),)),
+    # A scale read whole by every block of rows.
+    (layernorm, (floats(4096, 1024), floats(1024))),
+    # h leaves the group too: computed before it, then read by the norm.
+    (rmsnorm_residual, (floats(2048, 2048), floats(2048, 2048))),
+]
+
+
+@pytest.mark.parametrize(("function", "args"), ROW_GROUPS, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_row_groups_run_one_block_of_rows_at_a_time(function, args, threads: int) -> None:
+    ir = tensor_codegen_ir(function, *args, threads=threads)
+    # One loop over blocks of rows (and with threads, maybe loops of other ops).
+    assert "tensor.parallel_insert_slice" in ir
+    assert ir.count("scf.forall (") == 1 or threads > 1
+    check(function, *args, threads=threads, rtol=2e-6)
+
+
+def test_row_groups_that_fit_in_the_cache_stay_separate_loop_nests() -> None:
+    # 24 MB stay in the 32 MiB L3 between the nests: no loop over blocks of rows.
+    assert "scf.forall" not in tensor_codegen_ir(softmax, floats(512, 4096), threads=1)
