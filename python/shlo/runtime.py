@@ -76,10 +76,12 @@ def _fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
 # MLIR's generic allocation functions, which the generated code calls for
 # every buffer (finalize-memref-to-llvm{use-generic-functions}), and the entry
 # point the host calls: a failed allocation returns to it through longjmp
-# instead of letting the code write through a null pointer. Freed blocks of
-# 64 KiB or more are kept for the next call's allocation of the same size:
-# returned to the kernel, their pages fault in and are zeroed again on every
-# call (that was 44% of GPT-2's run time).
+# instead of letting the code write through a null pointer. Freed blocks are
+# kept for the next allocation of the same size, since a program called again
+# allocates the same sizes: large blocks returned to the kernel fault their
+# pages in and zeroed again on every call (that was 44% of GPT-2's run time),
+# and glibc's aligned allocation and consolidation of small blocks took 15%
+# of the training step's.
 _ALLOCATION_GUARD = r"""
 #include <pthread.h>
 #include <setjmp.h>
@@ -92,23 +94,34 @@ static void *checked(void *pointer, size_t size) {
   return pointer;
 }
 
-#define SLOTS 1024
-#define MIN_KEPT ((size_t)64 << 10)
+/* Free blocks of one size form a list threaded through the blocks
+   themselves (the first word of a block's header); a table with open
+   addressing finds the list of a size. A size, once in the table, keeps its
+   entry, so a probe stops at its size or at an empty entry. */
+#define BUCKETS 4096 /* distinct sizes kept; a power of 2 */
 #define MAX_KEPT_BYTES ((size_t)512 << 20)
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { void *block; size_t total; } kept[SLOTS];
+static struct { size_t total; void *head; } kept[BUCKETS];
 static size_t kept_bytes;
+
+/* The entry of `total`, or the empty entry it would take; BUCKETS when the
+   table is full. The lock is held. */
+static size_t entry_of(size_t total) {
+  size_t i = (size_t)((total * 0x9E3779B97F4A7C15ull) >> 52) & (BUCKETS - 1);
+  for (size_t probes = 0; probes < BUCKETS; ++probes, i = (i + 1) & (BUCKETS - 1))
+    if (kept[i].total == total || kept[i].total == 0) return i;
+  return BUCKETS;
+}
 
 static void *take_kept(size_t total) {
   void *block = 0;
   pthread_mutex_lock(&kept_lock);
-  for (int i = 0; i < SLOTS; ++i)
-    if (kept[i].block && kept[i].total == total) {
-      block = kept[i].block;
-      kept[i].block = 0;
-      kept_bytes -= total;
-      break;
-    }
+  size_t i = entry_of(total);
+  if (i < BUCKETS && kept[i].head) {
+    block = kept[i].head;
+    kept[i].head = *(void **)block;
+    kept_bytes -= total;
+  }
   pthread_mutex_unlock(&kept_lock);
   return block;
 }
@@ -116,22 +129,26 @@ static void *take_kept(size_t total) {
 static int keep(void *block, size_t total) {
   int done = 0;
   pthread_mutex_lock(&kept_lock);
-  if (kept_bytes + total <= MAX_KEPT_BYTES)
-    for (int i = 0; i < SLOTS; ++i)
-      if (!kept[i].block) {
-        kept[i].block = block;
-        kept[i].total = total;
-        kept_bytes += total;
-        done = 1;
-        break;
-      }
+  size_t i = entry_of(total);
+  if (i < BUCKETS && kept_bytes + total <= MAX_KEPT_BYTES) {
+    kept[i].total = total;
+    *(void **)block = kept[i].head;
+    kept[i].head = block;
+    kept_bytes += total;
+    done = 1;
+  }
   pthread_mutex_unlock(&kept_lock);
   return done;
 }
 
 /* Unloading the code returns the kept blocks. */
 __attribute__((destructor)) static void release_kept(void) {
-  for (int i = 0; i < SLOTS; ++i) free(kept[i].block);
+  for (int i = 0; i < BUCKETS; ++i)
+    while (kept[i].head) {
+      void *block = kept[i].head;
+      kept[i].head = *(void **)block;
+      free(block);
+    }
 }
 
 /* Each block starts with a header of `offset` bytes (a multiple of the
@@ -139,7 +156,7 @@ __attribute__((destructor)) static void release_kept(void) {
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
   size_t offset = alignment > 64 ? alignment : 64;
   size_t total = size + offset;
-  void *block = total >= MIN_KEPT ? take_kept(total) : 0;
+  void *block = take_kept(total);
   if (!block && posix_memalign(&block, offset, total) != 0) block = 0;
   if (!block) return checked(0, size ? size : 1);
   size_t *header = (size_t *)((char *)block + offset);
@@ -157,7 +174,7 @@ void _mlir_memref_to_llvm_free(void *pointer) {
   size_t *header = pointer;
   size_t total = header[-1];
   void *block = (char *)pointer - header[-2];
-  if (total < MIN_KEPT || !keep(block, total)) free(block);
+  if (!keep(block, total)) free(block);
 }
 
 void _mlir_main(void **arguments);

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -363,3 +365,47 @@ def test_many_arguments_of_every_rank_reach_the_entry() -> None:
     assert first.shape == () and first == 0
     assert negated.shape == (0, 5)
     np.testing.assert_array_equal(last_vector, np.full(3, count - 3, np.float32))
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux's /proc")
+def test_repeated_calls_reuse_their_buffers() -> None:
+    # Layers of matmul and tanh: intermediates of 1 MB and row sums of 2 KB,
+    # which each call frees into the runtime's cache and the next takes again.
+    t, r = "tensor<512x512xf32>", "tensor<512xf32>"
+    body, h = [], "%x"
+    for i in range(3):
+        body += [
+            f"%m{i} = stablehlo.dot_general {h}, %w, contracting_dims = [1] x [0]"
+            f" : ({t}, {t}) -> {t}",
+            f"%s{i} = stablehlo.reduce(%m{i} init: %zero) applies stablehlo.add"
+            f" across dimensions = [1] : ({t}, tensor<f32>) -> {r}",
+            f"%c{i} = stablehlo.broadcast_in_dim %s{i}, dims = [0] : ({r}) -> {t}",
+            f"%d{i} = stablehlo.multiply %c{i}, %eps : {t}",
+            f"%t{i} = stablehlo.tanh %m{i} : {t}",
+            f"%h{i} = stablehlo.add %t{i}, %d{i} : {t}",
+        ]
+        h = f"%h{i}"
+    source = (
+        f"func.func @main(%x: {t}, %w: {t}) -> {t} {{\n"
+        "  %zero = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        f"  %eps = stablehlo.constant dense<1.0e-3> : {t}\n  "
+        + "\n  ".join(body)
+        + f"\n  return {h} : {t}\n}}"
+    )
+    exe = shlo.compile(source)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((512, 512), dtype=np.float32)
+    w = rng.standard_normal((512, 512), dtype=np.float32) / 32
+    want = exe(x, w)
+    for _ in range(20):  # the allocator's and numpy's caches fill up
+        exe(x, w)
+    before = _resident_bytes()
+    for _ in range(300):
+        np.testing.assert_array_equal(exe(x, w), want)
+    # Blocks kept but never taken again would pile up to the cache's 512 MiB.
+    assert _resident_bytes() - before < 64 << 20
