@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 import time
 
 import numpy as np
 import shlo
 from shlo.cpu_pipeline import CpuPipeline
 from shlo.pipeline import run_pipeline
-from timing import seconds_per_call
+from timing import interleaved_medians
 
 PASS = "shlo-fuse-elementwise-by-indexing"
 
@@ -128,11 +127,9 @@ def main() -> None:
         without = shlo.compile(source, isolate=False, pipeline=WithoutThePass())
         for got, want in zip(with_pass(*inputs), without(*inputs), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5)
-        times: dict[str, list[float]] = {"with": [], "without": []}
-        for _ in range(args.repeats):
-            times["without"].append(seconds_per_call(lambda: without(*inputs), budget=0.3))
-            times["with"].append(seconds_per_call(lambda: with_pass(*inputs), budget=0.3))
-        a, b = statistics.median(times["without"]), statistics.median(times["with"])
+        a, b = interleaved_medians(
+            [lambda: without(*inputs), lambda: with_pass(*inputs)], args.repeats
+        )
         print(f"| {name} | {a * 1e6:.0f} | {b * 1e6:.0f} | {b / a:.2f} |")
     seconds, count = pass_time(4000)
     print(

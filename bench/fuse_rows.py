@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +22,7 @@ import numpy as np
 import shlo
 from jax import export
 from shlo.cpu_pipeline import CpuPipeline
-from timing import seconds_per_call
+from timing import interleaved_medians
 
 PASS = "shlo-fuse-rows"
 
@@ -80,11 +79,7 @@ def main() -> None:
         # No group has this many bytes: the pass leaves every op alone.
         without = shlo.compile(text, isolate=False, pipeline=Pipeline(min_bytes=1 << 62))
         np.testing.assert_allclose(with_pass(x), without(x), rtol=1e-5, atol=1e-6)
-        times: dict[str, list[float]] = {"with": [], "without": []}
-        for _ in range(args.repeats):
-            times["without"].append(seconds_per_call(lambda: without(x), budget=0.3))
-            times["with"].append(seconds_per_call(lambda: with_pass(x), budget=0.3))
-        a, b = statistics.median(times["without"]), statistics.median(times["with"])
+        a, b = interleaved_medians([lambda: without(x), lambda: with_pass(x)], args.repeats)
         name = f"{function.__name__} {shape}"
         print(f"| {name} | {x.nbytes / 1e6:.0f} | {a * 1e6:.0f} | {b * 1e6:.0f} | {b / a:.2f} |")
 

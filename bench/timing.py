@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 
@@ -14,3 +15,17 @@ def seconds_per_call(fn: Callable[[], object], budget: float = 0.2) -> float:
         fn()
         calls += 1
     return (time.perf_counter() - start) / max(calls, 1)
+
+
+def interleaved_medians(
+    fns: list[Callable[[], object]], repeats: int, budget: float = 0.3
+) -> list[float]:
+    """Median seconds per call of each of ``fns``, timed in turn ``repeats`` times.
+
+    Interleaving spreads the machine's slow moments over all of them.
+    """
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, samples in zip(fns, times):
+            samples.append(seconds_per_call(fn, budget))
+    return [statistics.median(samples) for samples in times]

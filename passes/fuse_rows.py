@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import SEQUENCE_NAME, sizes_text
+from shlo.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
 from shlo.ir_utils import defining_op, linalg_generic_parts
 from shlo.pass_framework import Pass
 from shlo.passes.insert_codegen_recipes import append_transform_sequence
@@ -177,14 +177,8 @@ class FuseRowsPass(Pass):
                     tagged += 1
                 plans.append(self._plan(group, rows, first))
         # transform-interpreter needs a sequence, even an empty one.
-        text = (
-            f"transform.named_sequence @{SEQUENCE_NAME}"
-            "(%root: !transform.any_op {transform.readonly}) {\n"
-            + "".join(plans)
-            + (_AFTER_FUSION if plans else "")
-            + "    transform.yield\n}"
-        )
-        append_transform_sequence(module, text)
+        body = "".join(plans) + (_AFTER_FUSION if plans else "")
+        append_transform_sequence(module, main_sequence(body))
 
     def _groups(self, block: ir.Block) -> list[tuple[list[_Member], int]]:
         position: dict[ir.Operation, int] = {}
@@ -273,13 +267,7 @@ class FuseRowsPass(Pass):
                 f" %member{step} into %loop{step}"
                 " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)",
             ]
-        body = "".join(f"      {line}\n" for line in lines)
-        return (
-            "    transform.sequence %root : !transform.any_op failures(suppress) {\n"
-            "    ^bb0(%r: !transform.any_op):\n"
-            f"{body}"
-            "    }\n"
-        )
+        return suppressed_sequence(lines)
 
 
 # Fusion tiles a member once per use inside the loop: CSE merges the copies,

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import SEQUENCE_NAME, sizes_text
+from shlo.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
 from shlo.ir_utils import linalg_generic_parts, ops_named
 from shlo.pass_framework import Pass
 from shlo.passes.insert_codegen_recipes import append_transform_sequence
@@ -226,15 +226,9 @@ class PlanVectorCodegenPass(Pass):
             if index == len(plans):
                 plans.append(self._plan(index, loops))
             op.attributes[TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
-        text = (
-            f"transform.named_sequence @{SEQUENCE_NAME}"
-            "(%root: !transform.any_op {transform.readonly}) {\n"
-            + "".join(plans)
-            # transform-interpreter needs a sequence, even an empty one.
-            + (_AFTER_TILING if plans else "")
-            + "    transform.yield\n}"
-        )
-        append_transform_sequence(module, text)
+        # transform-interpreter needs a sequence, even an empty one.
+        body = "".join(plans) + (_AFTER_TILING if plans else "")
+        append_transform_sequence(module, main_sequence(body))
 
     def _plan(self, index: int, loops: _Loops) -> str:
         rank = len(loops.sizes)
@@ -303,13 +297,7 @@ class PlanVectorCodegenPass(Pass):
             lines.append(f'transform.annotate {handle} "{VECTORIZE}" : !transform.any_op')
             if loops.transposed is None and sizes[v] and loops.sizes[v] % tile:
                 lines.append(_peel(f"%loops#{tiled_loops.index(v)}"))
-        body = "".join(f"      {line}\n" for line in lines)
-        return (
-            "    transform.sequence %root : !transform.any_op failures(suppress) {\n"
-            "    ^bb0(%r: !transform.any_op):\n"
-            f"{body}"
-            "    }\n"
-        )
+        return suppressed_sequence(lines)
 
 
 # After every op is tiled: vectorize the full tiles, drop unit dimensions, and

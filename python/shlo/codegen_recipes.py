@@ -327,6 +327,26 @@ RECIPES: dict[str, Recipe] = {
 SEQUENCE_NAME = "__transform_main"
 
 
+def main_sequence(body: str) -> str:
+    """The named sequence transform-interpreter runs, around ``body`` (possibly empty)."""
+    return (
+        f"transform.named_sequence @{SEQUENCE_NAME}"
+        "(%root: !transform.any_op {transform.readonly}) {\n"
+        f"{body}    transform.yield\n}}"
+    )
+
+
+def suppressed_sequence(lines: Sequence[str]) -> str:
+    """``lines`` in a nested sequence on ``%r``: where one fails, the ops are left as they are."""
+    body = "".join(f"      {line}\n" for line in lines)
+    return (
+        "    transform.sequence %root : !transform.any_op failures(suppress) {\n"
+        "    ^bb0(%r: !transform.any_op):\n"
+        f"{body}"
+        "    }\n"
+    )
+
+
 def transform_module_text(recipe_names: tuple[str, ...]) -> str:
     """The named sequence that applies ``recipe_names`` in order."""
     unknown = [name for name in recipe_names if name not in RECIPES]
@@ -336,8 +356,4 @@ def transform_module_text(recipe_names: tuple[str, ...]) -> str:
         )
     bodies = "".join(RECIPES[name].sequence_body(i) for i, name in enumerate(recipe_names))
     definitions = "".join(dict.fromkeys(RECIPES[name].definitions for name in recipe_names))
-    return (
-        definitions + f"transform.named_sequence @{SEQUENCE_NAME}"
-        "(%root: !transform.any_op {transform.readonly}) {\n"
-        f"{bodies}    transform.yield\n}}"
-    )
+    return definitions + main_sequence(bodies)
