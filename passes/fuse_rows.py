@@ -45,7 +45,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
-from shlo.ir_utils import defining_op, linalg_generic_parts
+from shlo.ir_utils import defining_op, linalg_generic_parts, static_shape
 from shlo.pass_framework import Pass
 from shlo.passes.insert_codegen_recipes import append_transform_sequence
 
@@ -87,13 +87,6 @@ def _dims(map_: ir.AffineMap) -> list[int] | None:
     return dims
 
 
-def _static_shape(value: ir.Value) -> list[int] | None:
-    type_ = value.type
-    if isinstance(type_, ir.RankedTensorType) and type_.has_static_shape:
-        return list(type_.shape)
-    return None
-
-
 def _leading(dims: list[int]) -> int:
     count = 0
     while count < len(dims) and dims[count] == count:
@@ -107,10 +100,10 @@ def _element_bytes(value: ir.Value) -> int:
 
 
 def _member(op: ir.Operation) -> _Member | None:
-    if len(op.results) != 1 or _static_shape(op.results[0]) is None:
+    if len(op.results) != 1 or static_shape(op.results[0]) is None:
         return None
     if op.name == "linalg.fill":
-        shape = tuple(_static_shape(op.results[0]) or ())
+        shape = tuple(static_shape(op.results[0]) or ())
         rank = len(shape)
         return _Member(op, shape, False, rank, (0, rank), _element_bytes(op.results[0]))
     parts = linalg_generic_parts(op)
@@ -126,7 +119,7 @@ def _member(op: ir.Operation) -> _Member | None:
         all_dims.append(dims)
         if not isinstance(operand.type, ir.ShapedType):
             continue
-        shape = _static_shape(operand)
+        shape = static_shape(operand)
         if shape is None:
             return None
         for position, dim in enumerate(dims):
@@ -142,7 +135,7 @@ def _member(op: ir.Operation) -> _Member | None:
         _leading(d) >= max_rows or all(dim < 0 or dim >= max_rows for dim in d) for d in all_dims
     ):
         max_rows -= 1
-    result_shape = _static_shape(op.results[0]) or []
+    result_shape = static_shape(op.results[0]) or []
     row_bytes = math.prod(result_shape[max_rows:]) * _element_bytes(op.results[0])
     return _Member(
         op,
@@ -169,19 +162,20 @@ class FuseRowsPass(Pass):
         for function in module.regions[0].blocks[0].operations:
             if function.operation.name != "func.func" or not function.regions[0].blocks:
                 continue
-            for group, rows in self._groups(function.regions[0].blocks[0]):
+            for group, rows, row_bytes in self._groups(function.regions[0].blocks[0]):
                 first = tagged
                 for member in group:
                     member.op.attributes[TAG] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(64), tagged
                     )
                     tagged += 1
-                plans.append(self._plan(group, rows, first))
+                plans.append(self._plan(group, rows, row_bytes, first))
         # transform-interpreter needs a sequence, even an empty one.
         body = "".join(plans) + (_AFTER_FUSION if plans else "")
         append_transform_sequence(module, main_sequence(body))
 
-    def _groups(self, block: ir.Block) -> list[tuple[list[_Member], int]]:
+    def _groups(self, block: ir.Block) -> list[tuple[list[_Member], int, int]]:
+        """Each group's members in order, its number of row loops and its bytes per row."""
         position: dict[ir.Operation, int] = {}
         members: dict[ir.Operation, _Member] = {}
         for index, op in enumerate(block.operations):
@@ -199,9 +193,10 @@ class FuseRowsPass(Pass):
             rows = seed.max_rows
             group = self._grow(seed, rows, members, taken)
             group = _keep_one_exit(group, rows, position)
-            if _worth_fusing(group, rows, self.min_bytes):
-                ordered = sorted(group.values(), key=lambda m: position[m.op])
-                groups.append((ordered, rows))
+            ordered = sorted(group.values(), key=lambda m: position[m.op])
+            row_bytes = _bytes_per_row(ordered, rows)
+            if _worth_fusing(group, rows, row_bytes, self.min_bytes):
+                groups.append((ordered, rows, row_bytes))
                 taken.update(group)
         return groups
 
@@ -228,7 +223,7 @@ class FuseRowsPass(Pass):
                     work.append(producer)
             # A member used outside the group ends it: nothing after it joins.
             uses = list(member.op.results[0].uses)
-            consumers = [fits(_owner(use)) for use in uses]
+            consumers = [fits(use.owner.operation) for use in uses]
             if not all(c and _reads_rows(u, c, rows) for u, c in zip(uses, consumers)):
                 continue
             for consumer in consumers:
@@ -237,9 +232,8 @@ class FuseRowsPass(Pass):
                     work.append(consumer)
         return group
 
-    def _plan(self, group: list[_Member], rows: int, first: int) -> str:
+    def _plan(self, group: list[_Member], rows: int, row_bytes: int, first: int) -> str:
         row_sizes = group[-1].sizes[:rows]
-        block_bytes = _bytes_per_row(group, rows)
         outer_blocks = math.prod(row_sizes[:-1])
         last = row_sizes[-1]
         # The largest block of rows that fits, leaving every thread blocks to run.
@@ -250,7 +244,7 @@ class FuseRowsPass(Pass):
             enough = outer_blocks * (last // candidate) >= min(
                 4 * self.threads, last * outer_blocks
             )
-            if candidate * block_bytes <= BLOCK_BYTES and enough:
+            if candidate * row_bytes <= BLOCK_BYTES and enough:
                 block = candidate
         tile = [1] * (rows - 1) + [block] + [0] * (len(group[-1].sizes) - rows)
         lines = [
@@ -283,11 +277,6 @@ _AFTER_FUSION = """\
 """
 
 
-def _owner(use: ir.OpOperand) -> ir.Operation:
-    owner = use.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner
-
-
 def _reads_rows(use: ir.OpOperand, consumer: _Member, rows: int) -> bool:
     return consumer.leading[use.operand_number] >= rows
 
@@ -297,7 +286,7 @@ def _exits(group: dict[ir.Operation, _Member], rows: int) -> list[ir.Operation]:
     found = []
     for op in group:
         for use in op.results[0].uses:
-            owner = _owner(use)
+            owner = use.owner.operation
             if owner not in group or not _reads_rows(use, group[owner], rows):
                 found.append(op)
                 break
@@ -325,7 +314,7 @@ def _bytes_per_row(group: list[_Member], rows: int) -> int:
     inputs: dict[ir.Value, int] = {}
     for member in group:
         for index, operand in enumerate(member.op.operands):
-            shape = _static_shape(operand)
+            shape = static_shape(operand)
             producer = defining_op(operand)
             if shape is None or member.leading[index] < rows or producer in inside:
                 continue
@@ -335,17 +324,18 @@ def _bytes_per_row(group: list[_Member], rows: int) -> int:
     return sum(m.row_bytes for m in group) + sum(inputs.values())
 
 
-def _worth_fusing(group: dict[ir.Operation, _Member], rows: int, min_bytes: int) -> bool:
+def _worth_fusing(
+    group: dict[ir.Operation, _Member], rows: int, row_bytes: int, min_bytes: int
+) -> bool:
     """A reduction read by another member, two members that walk whole rows, and at
     least ``min_bytes`` of values."""
     if len(_exits(group, rows)) != 1:
         return False
     reused = any(
-        member.reduces and any(_owner(use) in group for use in member.op.results[0].uses)
+        member.reduces and any(use.owner.operation in group for use in member.op.results[0].uses)
         for member in group.values()
     )
     whole_rows = [m for m in group.values() if len(m.sizes) > rows and m.op.name != "linalg.fill"]
-    row_bytes = _bytes_per_row([*group.values()], rows)
     group_bytes = row_bytes * math.prod(next(iter(group.values())).sizes[:rows])
     return (
         reused and len(whole_rows) >= 2 and row_bytes <= MAX_ROW_BYTES and group_bytes >= min_bytes

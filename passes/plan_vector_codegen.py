@@ -43,7 +43,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
-from shlo.ir_utils import linalg_generic_parts, ops_named
+from shlo.ir_utils import linalg_generic_parts, ops_named, static_shape
 from shlo.pass_framework import Pass
 from shlo.passes.insert_codegen_recipes import append_transform_sequence
 
@@ -107,13 +107,6 @@ class _Loops:
     threaded: bool = False  # inside a loop that already runs on threads
 
 
-def _static_shape(value: ir.Value) -> list[int] | None:
-    type_ = value.type
-    if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:
-        return None
-    return list(type_.shape)
-
-
 def _element_bits(type_: ir.Type) -> int:
     element = ir.ShapedType(type_).element_type
     return 64 if str(element) == "index" else max(getattr(element, "width", 32), 8)
@@ -133,7 +126,7 @@ def _generic_loops(op: ir.Operation, vector_bits: int) -> _Loops | None:
             if not _vectorizable_type(operand.type):
                 return None
             continue  # a scalar, broadcast to every lane
-        shape = _static_shape(operand)
+        shape = static_shape(operand)
         if shape is None or not _vectorizable_memory(operand.type):
             return None
         for position, expr in enumerate(map_.results):
@@ -180,7 +173,7 @@ def _in_forall(op: ir.Operation) -> bool:
 
 
 def _fill_loops(op: ir.Operation) -> _Loops | None:
-    shape = _static_shape(op.results[0])
+    shape = static_shape(op.results[0])
     if not shape or 0 in shape or not _vectorizable_memory(op.results[0].type):
         return None
     bits = _element_bits(op.results[0].type)

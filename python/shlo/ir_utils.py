@@ -120,6 +120,14 @@ def ranked_type(value: ir.Value) -> ir.RankedTensorType | None:
     return as_ranked(value.type)
 
 
+def static_shape(value: ir.Value) -> list[int] | None:
+    """The shape of a statically shaped ranked tensor ``value``; None for anything else."""
+    type_ = value.type
+    if isinstance(type_, ir.RankedTensorType) and type_.has_static_shape:
+        return list(type_.shape)
+    return None
+
+
 def is_static(type_: ir.Type) -> bool:
     """False for tensors with dynamic dimensions and for unranked tensors."""
     try:
