@@ -112,7 +112,13 @@ def _serve(request_id: Any, request: dict[str, Any], replies: BinaryIO) -> None:
     status, payload = _run(request)
     # Sent before this thread exits: with a damaged heap, the exit itself may
     # abort (glibc frees the thread's cache), and the reply must not be lost.
-    write_message(replies, (request_id, status, payload, heap_may_be_damaged()))
+    try:
+        write_message(replies, (request_id, status, payload, heap_may_be_damaged()))
+    except BaseException:
+        # On this thread an exception would be lost and the host would wait
+        # for the reply until its timeout: exit, so that it sees a crash.
+        traceback.print_exc()
+        os._exit(1)
 
 
 def _serve_on_large_stack(request_id: Any, request: dict[str, Any], replies: BinaryIO) -> None:

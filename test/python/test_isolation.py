@@ -325,3 +325,22 @@ def test_worker_ignores_ctrl_c_sent_to_the_process_group(worker: Worker) -> None
     assert worker.call("echo", value=1) == 1
     os.kill(worker.pid, signal.SIGINT)
     assert worker.call("echo", value=2, delay=0.2) == 2
+
+
+def test_a_reply_that_cannot_be_sent_ends_the_worker() -> None:
+    # The reply is written on the task thread, where an exception would be
+    # lost and the host would wait for it until its timeout.
+    script = """
+import io, threading
+from shlo import _worker
+class Closed(io.RawIOBase):
+    def write(self, data):
+        raise BrokenPipeError("the host is gone")
+_worker._serve_on_large_stack(1, {"task": "echo", "value": 2}, Closed())
+print("still running")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "still running" not in done.stdout and "the host is gone" in done.stderr
