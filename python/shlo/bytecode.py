@@ -246,6 +246,10 @@ def attribute_type_table_overrun(data: bytes) -> str | None:
     is corrupt before it reports "attempting to parse a byte at the end of
     the bytecode", and the process later hangs or aborts. Input that cannot
     be walked otherwise is left for MLIR's reader to report.
+
+    Not ``AttrTypeTable.read``, which checks the same bound: it stops at the
+    first of its other checks (an entry past its section, an unknown
+    dialect), before a later group that overruns, and MLIR might not.
     """
     try:
         offsets = read_container(data).by_id()[ATTR_TYPE_OFFSET_SECTION].data
