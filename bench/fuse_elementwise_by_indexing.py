@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 import shlo
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.pipeline import run_pipeline
 from timing import interleaved_medians
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import shlo
 from jax import export
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import CpuPipeline
 from timing import interleaved_medians
 
 PASS = "shlo-fuse-rows"

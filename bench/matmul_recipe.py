@@ -26,7 +26,7 @@ import jax
 import numpy as np
 import shlo
 from jax import export
-from shlo.cpu_pipeline import VECTORIZED, CpuPipeline
+from shlo.backends.cpu.pipeline import VECTORIZED, CpuPipeline
 from timing import seconds_per_call
 
 

@@ -1,112 +1,98 @@
 """The registry of shlo's Python passes, by pass argument.
 
-One pass per module; each module docstring is a summary line plus a
-before/after example, and docs/passes.md is generated from them.
+One pass per module, in a folder per stage (frontend, decompose, linalg,
+cpu, testing); each module docstring is a summary line plus a before/after
+example, and docs/passes.md is generated from them. A pass module is
+imported when its pass is first used, so running the frontend or the
+interpreter imports no backend's passes.
 """
 
 from __future__ import annotations
 
-from shlo.pass_framework import Pass
-from shlo.passes.approximate_math import ApproximateMathPass
-from shlo.passes.canonicalize_dot_general import CanonicalizeDotGeneralPass
-from shlo.passes.canonicalize_dynamic_reduce_window import CanonicalizeDynamicReduceWindowPass
-from shlo.passes.check_lowered import CheckLoweredPass
-from shlo.passes.check_shape_assertions import CheckShapeAssertionsPass
-from shlo.passes.copy_duplicate_results import CopyDuplicateResultsPass
-from shlo.passes.erase_codegen_recipes import EraseCodegenRecipesPass
-from shlo.passes.expand_f64_truncation import ExpandF64TruncationPass
-from shlo.passes.expand_small_float_conversions import ExpandSmallFloatConversionsPass
-from shlo.passes.fix_elementwise_semantics import FixElementwiseSemanticsPass
-from shlo.passes.fold_tuples import FoldTuplesPass
-from shlo.passes.fuse_elementwise_by_indexing import FuseElementwiseByIndexingPass
-from shlo.passes.fuse_elementwise_trees import FuseElementwiseTreesPass
-from shlo.passes.fuse_rows import FuseRowsPass
-from shlo.passes.guard_integer_division import GuardIntegerDivisionPass
-from shlo.passes.insert_codegen_recipes import InsertCodegenRecipesPass
-from shlo.passes.legalize_broadcasts import LegalizeBroadcastsPass
-from shlo.passes.legalize_quantized_regions import LegalizeQuantizedRegionsPass
-from shlo.passes.lower_cholesky import LowerCholeskyPass
-from shlo.passes.lower_collectives import LowerCollectivesPass
-from shlo.passes.lower_complex_bitcast import LowerComplexBitcastPass
-from shlo.passes.lower_complex_cbrt import LowerComplexCbrtPass
-from shlo.passes.lower_control_flow import LowerControlFlowPass
-from shlo.passes.lower_fft import LowerFftPass
-from shlo.passes.lower_reduce_window_scan import LowerReduceWindowScanPass
-from shlo.passes.lower_rng import LowerRngPass
-from shlo.passes.lower_scatter import LowerScatterPass
-from shlo.passes.lower_select_and_scatter import LowerSelectAndScatterPass
-from shlo.passes.lower_sort import LowerSortPass
-from shlo.passes.lower_strided_copies import LowerStridedCopiesPass
-from shlo.passes.lower_triangular_solve import LowerTriangularSolvePass
-from shlo.passes.normalize_dot_general import NormalizeDotGeneralPass
-from shlo.passes.normalize_reduce import NormalizeReducePass
-from shlo.passes.outline_contractions import OutlineContractionsPass
-from shlo.passes.outline_kernels import OutlineKernelsPass
-from shlo.passes.pack_entry_arguments import PackEntryArgumentsPass
-from shlo.passes.parallel_inits_to_inputs import ParallelInitsToInputsPass
-from shlo.passes.plan_vector_codegen import PlanVectorCodegenPass
-from shlo.passes.precise_libm_calls import PreciseLibmCallsPass
-from shlo.passes.read_only_arguments import ReadOnlyArgumentsPass
-from shlo.passes.remove_dynamism import RemoveDynamismPass
-from shlo.passes.remove_fusion_fences import RemoveFusionFencesPass
-from shlo.passes.saturate_float_to_int import SaturateFloatToIntPass
-from shlo.passes.simplify import SimplifyPass
-from shlo.passes.test_print_indexing_maps import TestPrintIndexingMapsPass
-from shlo.passes.unroll_replicas import UnrollReplicasPass
-from shlo.passes.verify_static import VerifyStaticPass
-from shlo.passes.widen_small_float_converts import WidenSmallFloatConvertsPass
-from shlo.passes.widen_unsigned_quantized import WidenUnsignedQuantizedPass
+import importlib
+from collections.abc import Iterator, Mapping
 
-PASSES: dict[str, type[Pass]] = {
-    ApproximateMathPass.argument: ApproximateMathPass,
-    EraseCodegenRecipesPass.argument: EraseCodegenRecipesPass,
-    InsertCodegenRecipesPass.argument: InsertCodegenRecipesPass,
-    PlanVectorCodegenPass.argument: PlanVectorCodegenPass,
-    OutlineContractionsPass.argument: OutlineContractionsPass,
-    OutlineKernelsPass.argument: OutlineKernelsPass,
-    PackEntryArgumentsPass.argument: PackEntryArgumentsPass,
-    CanonicalizeDotGeneralPass.argument: CanonicalizeDotGeneralPass,
-    CanonicalizeDynamicReduceWindowPass.argument: CanonicalizeDynamicReduceWindowPass,
-    CheckLoweredPass.argument: CheckLoweredPass,
-    CheckShapeAssertionsPass.argument: CheckShapeAssertionsPass,
-    CopyDuplicateResultsPass.argument: CopyDuplicateResultsPass,
-    ExpandF64TruncationPass.argument: ExpandF64TruncationPass,
-    ExpandSmallFloatConversionsPass.argument: ExpandSmallFloatConversionsPass,
-    FixElementwiseSemanticsPass.argument: FixElementwiseSemanticsPass,
-    FoldTuplesPass.argument: FoldTuplesPass,
-    FuseElementwiseByIndexingPass.argument: FuseElementwiseByIndexingPass,
-    FuseElementwiseTreesPass.argument: FuseElementwiseTreesPass,
-    FuseRowsPass.argument: FuseRowsPass,
-    GuardIntegerDivisionPass.argument: GuardIntegerDivisionPass,
-    LegalizeBroadcastsPass.argument: LegalizeBroadcastsPass,
-    LegalizeQuantizedRegionsPass.argument: LegalizeQuantizedRegionsPass,
-    LowerCholeskyPass.argument: LowerCholeskyPass,
-    LowerCollectivesPass.argument: LowerCollectivesPass,
-    LowerComplexBitcastPass.argument: LowerComplexBitcastPass,
-    LowerComplexCbrtPass.argument: LowerComplexCbrtPass,
-    LowerControlFlowPass.argument: LowerControlFlowPass,
-    LowerFftPass.argument: LowerFftPass,
-    LowerReduceWindowScanPass.argument: LowerReduceWindowScanPass,
-    LowerRngPass.argument: LowerRngPass,
-    LowerScatterPass.argument: LowerScatterPass,
-    LowerSelectAndScatterPass.argument: LowerSelectAndScatterPass,
-    LowerSortPass.argument: LowerSortPass,
-    LowerStridedCopiesPass.argument: LowerStridedCopiesPass,
-    LowerTriangularSolvePass.argument: LowerTriangularSolvePass,
-    NormalizeDotGeneralPass.argument: NormalizeDotGeneralPass,
-    NormalizeReducePass.argument: NormalizeReducePass,
-    ParallelInitsToInputsPass.argument: ParallelInitsToInputsPass,
-    PreciseLibmCallsPass.argument: PreciseLibmCallsPass,
-    ReadOnlyArgumentsPass.argument: ReadOnlyArgumentsPass,
-    RemoveFusionFencesPass.argument: RemoveFusionFencesPass,
-    RemoveDynamismPass.argument: RemoveDynamismPass,
-    SaturateFloatToIntPass.argument: SaturateFloatToIntPass,
-    SimplifyPass.argument: SimplifyPass,
-    TestPrintIndexingMapsPass.argument: TestPrintIndexingMapsPass,
-    UnrollReplicasPass.argument: UnrollReplicasPass,
-    VerifyStaticPass.argument: VerifyStaticPass,
-    WidenSmallFloatConvertsPass.argument: WidenSmallFloatConvertsPass,
-    WidenUnsignedQuantizedPass.argument: WidenUnsignedQuantizedPass,
+from shlo.pass_framework import Pass
+
+# Pass argument -> "module:class" under shlo.passes.
+_PASS_CLASSES = {
+    "shlo-approximate-math": "cpu.approximate_math:ApproximateMathPass",
+    "shlo-canonicalize-dot-general": "decompose.canonicalize_dot_general:CanonicalizeDotGeneralPass",
+    "shlo-canonicalize-dynamic-reduce-window": "frontend.canonicalize_dynamic_reduce_window:CanonicalizeDynamicReduceWindowPass",
+    "shlo-check-lowered": "linalg.check_lowered:CheckLoweredPass",
+    "shlo-check-shape-assertions": "frontend.check_shape_assertions:CheckShapeAssertionsPass",
+    "shlo-copy-duplicate-results": "linalg.copy_duplicate_results:CopyDuplicateResultsPass",
+    "shlo-erase-codegen-recipes": "cpu.erase_codegen_recipes:EraseCodegenRecipesPass",
+    "shlo-expand-f64-truncation": "cpu.expand_f64_truncation:ExpandF64TruncationPass",
+    "shlo-expand-small-float-conversions": "cpu.expand_small_float_conversions:ExpandSmallFloatConversionsPass",
+    "shlo-fix-elementwise-semantics": "frontend.fix_elementwise_semantics:FixElementwiseSemanticsPass",
+    "shlo-fold-tuples": "decompose.fold_tuples:FoldTuplesPass",
+    "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
+    "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",
+    "shlo-fuse-rows": "cpu.fuse_rows:FuseRowsPass",
+    "shlo-guard-integer-division": "frontend.guard_integer_division:GuardIntegerDivisionPass",
+    "shlo-insert-codegen-recipes": "cpu.insert_codegen_recipes:InsertCodegenRecipesPass",
+    "shlo-legalize-broadcasts": "frontend.legalize_broadcasts:LegalizeBroadcastsPass",
+    "shlo-legalize-quantized-regions": "frontend.legalize_quantized_regions:LegalizeQuantizedRegionsPass",
+    "shlo-lower-cholesky": "decompose.lower_cholesky:LowerCholeskyPass",
+    "shlo-lower-collectives": "decompose.lower_collectives:LowerCollectivesPass",
+    "shlo-lower-complex-bitcast": "decompose.lower_complex_bitcast:LowerComplexBitcastPass",
+    "shlo-lower-complex-cbrt": "decompose.lower_complex_cbrt:LowerComplexCbrtPass",
+    "shlo-lower-control-flow": "decompose.lower_control_flow:LowerControlFlowPass",
+    "shlo-lower-fft": "decompose.lower_fft:LowerFftPass",
+    "shlo-lower-reduce-window-scan": "decompose.lower_reduce_window_scan:LowerReduceWindowScanPass",
+    "shlo-lower-rng": "decompose.lower_rng:LowerRngPass",
+    "shlo-lower-scatter": "decompose.lower_scatter:LowerScatterPass",
+    "shlo-lower-select-and-scatter": "decompose.lower_select_and_scatter:LowerSelectAndScatterPass",
+    "shlo-lower-sort": "decompose.lower_sort:LowerSortPass",
+    "shlo-lower-strided-copies": "linalg.lower_strided_copies:LowerStridedCopiesPass",
+    "shlo-lower-triangular-solve": "decompose.lower_triangular_solve:LowerTriangularSolvePass",
+    "shlo-normalize-dot-general": "decompose.normalize_dot_general:NormalizeDotGeneralPass",
+    "shlo-normalize-reduce": "decompose.normalize_reduce:NormalizeReducePass",
+    "shlo-outline-contractions": "cpu.outline_contractions:OutlineContractionsPass",
+    "shlo-outline-kernels": "cpu.outline_kernels:OutlineKernelsPass",
+    "shlo-pack-entry-arguments": "linalg.pack_entry_arguments:PackEntryArgumentsPass",
+    "shlo-parallel-inits-to-inputs": "linalg.parallel_inits_to_inputs:ParallelInitsToInputsPass",
+    "shlo-plan-vector-codegen": "cpu.plan_vector_codegen:PlanVectorCodegenPass",
+    "shlo-precise-libm-calls": "cpu.precise_libm_calls:PreciseLibmCallsPass",
+    "shlo-read-only-arguments": "linalg.read_only_arguments:ReadOnlyArgumentsPass",
+    "shlo-remove-dynamism": "frontend.remove_dynamism:RemoveDynamismPass",
+    "shlo-remove-fusion-fences": "linalg.remove_fusion_fences:RemoveFusionFencesPass",
+    "shlo-saturate-float-to-int": "decompose.saturate_float_to_int:SaturateFloatToIntPass",
+    "shlo-simplify": "frontend.simplify:SimplifyPass",
+    "shlo-test-print-indexing-maps": "testing.test_print_indexing_maps:TestPrintIndexingMapsPass",
+    "shlo-unroll-replicas": "frontend.unroll_replicas:UnrollReplicasPass",
+    "shlo-verify-static": "frontend.verify_static:VerifyStaticPass",
+    "shlo-widen-small-float-converts": "decompose.widen_small_float_converts:WidenSmallFloatConvertsPass",
+    "shlo-widen-unsigned-quantized": "frontend.widen_unsigned_quantized:WidenUnsignedQuantizedPass",
 }
+
+
+class _PassRegistry(Mapping[str, type[Pass]]):
+    """Pass argument -> pass class, each module imported on first lookup."""
+
+    def __init__(self, paths: dict[str, str]) -> None:
+        self._paths = paths
+        self._loaded: dict[str, type[Pass]] = {}
+
+    def __getitem__(self, name: str) -> type[Pass]:
+        cls = self._loaded.get(name)
+        if cls is None:
+            module, _, attribute = self._paths[name].partition(":")
+            cls = getattr(importlib.import_module(f"shlo.passes.{module}"), attribute)
+            self._loaded[name] = cls
+        return cls
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+PASSES: Mapping[str, type[Pass]] = _PassRegistry(_PASS_CLASSES)
 
 __all__ = ["PASSES"]

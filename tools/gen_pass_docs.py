@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import sys
 import textwrap
 import typing
@@ -23,6 +24,10 @@ from shlo.passes import PASSES
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "passes.md"
 COMMAND = "python tools/gen_pass_docs.py"
+# The folders of passes/, in the order the compiler runs them.
+STAGE_ORDER = [
+    f"shlo.passes.{stage}" for stage in ("frontend", "decompose", "linalg", "cpu", "testing")
+]
 
 
 def split_doc(cls: type[Pass]) -> tuple[str, list[str], str]:
@@ -66,7 +71,7 @@ def default_text(field: dataclasses.Field[Any]) -> str:
 
 def render_pass(cls: type[Pass]) -> list[str]:
     summary, prose, example = split_doc(cls)
-    lines = [f"## {cls.argument}", "", summary, ""]
+    lines = [f"### {cls.argument}", "", summary, ""]
     fields = {field.name: field for field in dataclasses.fields(cls)}
     options = [
         f"- `{name.replace('_', '-')}` ({type_name(kind)}, {default_text(fields[name])})"
@@ -89,11 +94,21 @@ def render() -> str:
         "",
         "shlo's own Python passes. Run one with `shlo-opt --<name>[=options]` or inside",
         "`--pass-pipeline='builtin.module(<name>{option=value})'`; `shlo-opt --list-passes`",
-        "also lists the upstream MLIR and StableHLO passes.",
+        "also lists the upstream MLIR and StableHLO passes. They are grouped by stage,",
+        "as the folders of passes/ group them.",
         "",
     ]
+    # One section per stage: the passes/ folder a pass lives in.
+    stages: dict[str, list[type[Pass]]] = {}
     for name in sorted(PASSES):
-        lines += render_pass(PASSES[name])
+        stages.setdefault(PASSES[name].__module__.rsplit(".", 1)[0], []).append(PASSES[name])
+    for package in STAGE_ORDER:
+        doc = (importlib.import_module(package).__doc__ or "").strip()
+        lines += [f"## Stage: `passes/{package.rsplit('.', 1)[1]}/`", "", " ".join(doc.split()), ""]
+        for cls in stages.pop(package, []):
+            lines += render_pass(cls)
+    if stages:
+        raise ValueError(f"passes outside the stage folders: {sorted(stages)}")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import shlo
 from scipy import special
-from shlo.cpu_pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
 
 # The float64 reference of each function.
 REFERENCES: dict[str, Callable[[np.ndarray], np.ndarray]] = {

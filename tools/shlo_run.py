@@ -23,6 +23,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+from shlo.backends import registered_targets
 from shlo.compiler import compile as compile_program
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
@@ -211,10 +212,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--entry", default="main", help="function to run (default: main)")
     parser.add_argument(
         "--target",
-        choices=("cpu", "interpreter"),
         default="cpu",
-        help="compile for the CPU (default), or run StableHLO's reference interpreter",
+        help=f"a compiler target ({', '.join(registered_targets())}; default cpu), or "
+        "'interpreter' for StableHLO's reference interpreter",
     )
+    parser.add_argument("--arch", help="the GPU for --target cuda, e.g. sm_90")
     parser.add_argument(
         "--input", action="append", default=[], help="SHAPExTYPE=values or @file.npy"
     )
@@ -251,8 +253,10 @@ def execute(argv: Sequence[str]) -> int:
     if not path.is_file():
         raise UsageError(f"cannot read {args.input_file}: no such file")
     inputs = [parse_input(spec) for spec in args.input]
-    if args.target == "cpu":
-        executable = compile_program(path, entry=args.entry, threads=args.threads)
+    if args.target != "interpreter":
+        executable = compile_program(
+            path, args.target, entry=args.entry, threads=args.threads, arch=args.arch
+        )
         results = executable(*inputs)
         call = lambda: executable(*inputs)  # noqa: E731
     else:

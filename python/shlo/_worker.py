@@ -20,11 +20,12 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
+from shlo.backends import load_backend
 from shlo.diagnostics import ShloError
+from shlo.frontend import inspect_entry
 from shlo.interpreter import interpret
 from shlo.io import heap_may_be_damaged
 from shlo.isolation import positive_setting, read_message, write_message
-from shlo.lowering import inspect_entry, lower_to_object
 from shlo.opt_task import opt
 from shlo.refine import refine_to_bytecode
 
@@ -35,11 +36,23 @@ def echo(value: Any, delay: float = 0.0) -> Any:
     return value
 
 
+def lower(backend: str, **request: Any) -> Any:
+    """The code the backend at ``backend`` ("module:attribute") makes for the request."""
+    return load_backend(backend).lower(**request)
+
+
+def emit(backend: str, kind: str, **request: Any) -> bytes:
+    """The artifact of ``kind`` that the backend at ``backend`` makes for the request."""
+    target = load_backend(backend)
+    return target.emit(kind, target.lower(**request))
+
+
 # Task name -> function called with the request's other fields.
 TASKS = {
     "echo": echo,
     "inspect": inspect_entry,
-    "lower": lower_to_object,
+    "lower": lower,
+    "emit": emit,  # shlo-compile (tools/shlo_compile.py)
     "refine": refine_to_bytecode,
     "interpret": interpret,
     "opt": opt,  # shlo-opt: parse, run passes, print (tools/shlo_opt.py)

@@ -1,14 +1,16 @@
-"""``shlo.compile``: StableHLO in, a callable running native CPU code out."""
+"""``shlo.compile``: StableHLO in, a callable running native code for a target out.
+
+Target-independent: the code is made and loaded by the backend registered for
+the target (``shlo.backends``).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +18,13 @@ import numpy as np
 
 from shlo import disk_cache
 from shlo._mlir_compat import ir
-from shlo.cpu_pipeline import CpuPipeline, default_threads
+from shlo.backends import Backend, CompiledFunction, backend_path, load_backend
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
+from shlo.frontend import EntrySignature, default_max_bytes, inspect_entry
 from shlo.io import existing_path, module_to_bytecode, names_a_file
+from shlo.ir_utils import tensor_type_text
 from shlo.isolation import shared_worker
-from shlo.lowering import (
-    EntrySignature,
-    Lowered,
-    default_max_bytes,
-    inspect_entry,
-    lower_to_object,
-)
-from shlo.runtime import ArrayType, LoadedFunction, linker
 
 Source = str | bytes | os.PathLike[str] | ir.Module
 Signature = tuple[tuple[tuple[int, ...], str], ...]
@@ -52,7 +48,8 @@ class Executable:
         entry: str,
         params: list[tuple[tuple[int | None, ...], str]],
         isolate: bool,
-        pipeline: CpuPipeline,
+        backend: str,
+        options: Any,
         filename: str,
         *,
         timeout: float | None = None,
@@ -68,21 +65,33 @@ class Executable:
         self.params = params
         self._module = module_bytecode
         self._isolate = isolate
-        self._pipeline = pipeline
+        # The backend's import path: the worker imports it by that path too.
+        self._backend_path = backend
+        self._backend: Backend = load_backend(backend)
+        self._options = options
         self._filename = filename
         self._timeout = timeout
         self._max_bytes = max_bytes
         self._cache_size = cache_size
-        self._compiled: OrderedDict[Signature, LoadedFunction] = OrderedDict()
+        self._compiled: OrderedDict[Signature, CompiledFunction] = OrderedDict()
         self._lock = threading.Lock()
         self._dtypes = [numpy_dtype(element_type) for _, element_type in params]
         # Fully static parameter shapes compare as one tuple.
         self._static_shapes = [None if None in shape else shape for shape, _ in params]
         self.is_dynamic = None in self._static_shapes
         # A static entry has one function: calls skip the signature lookup.
-        self._static: LoadedFunction | None = None
+        self._static: CompiledFunction | None = None
         if not self.is_dynamic:
             self._static = self._load(tuple((tuple(s), t) for s, t in params))  # type: ignore[misc]
+
+    @property
+    def target(self) -> str:
+        return self._backend.name
+
+    @property
+    def options(self) -> Any:
+        """The backend's options: for the CPU, the ``CpuPipeline`` with its thread count."""
+        return self._options
 
     @property
     def compiled_signatures(self) -> list[Signature]:
@@ -137,59 +146,53 @@ class Executable:
             f"got {'x'.join(map(str, array.shape)) or 'scalar'}"
         )
 
-    def _load(self, signature: Signature) -> LoadedFunction:
+    def _load(self, signature: Signature) -> CompiledFunction:
         with self._lock:
             if signature in self._compiled:
                 return self._compiled[signature]
-            arg_types = [str(ArrayType(shape, t)) for shape, t in signature]
+            arg_types = [tensor_type_text(shape, t) for shape, t in signature]
             # Read here: the worker's environment is a copy from its start.
             max_bytes = self._max_bytes or default_max_bytes()
-            code_kind = "object" if linker() is not None else "llvm"
+            backend = self._backend
             key = None
             function = None
             if disk_cache.cache_dir() is not None:
-                pipeline = [*self._pipeline.elements(), repr(self._pipeline)]
                 key = disk_cache.code_key(
                     self._module,
                     self.entry,
                     arg_types,
-                    pipeline,
-                    code_kind,
+                    [backend.name, *backend.cache_fields(self._options)],
                     max_bytes,
                 )
-                function = disk_cache.load("code", key, partial(_open_code, signature))
+                function = disk_cache.load(
+                    "code",
+                    key,
+                    lambda meta, code: backend.load_cached(meta, code, signature),
+                )
             if function is None:
                 request = {
                     "source": self._module,
                     "entry": self.entry,
                     "arg_types": arg_types if self.is_dynamic else None,
-                    "pipeline": self._pipeline,
+                    "options": self._options,
                     "filename": self._filename,
                     "max_bytes": max_bytes,
                 }
-                lowered: Lowered = (
-                    shared_worker().call("lower", timeout=self._timeout, **request)
+                lowered = (
+                    shared_worker().call(
+                        "lower", timeout=self._timeout, backend=self._backend_path, **request
+                    )
                     if self._isolate
-                    else lower_to_object(**request)
+                    else backend.lower(**request)
                 )
-                code = lowered.object_code if code_kind == "object" else lowered.llvm_bytecode
-                function = LoadedFunction(code, lowered.input_types, lowered.result_types)
-                if key is not None:
-                    types = {"inputs": lowered.input_types, "results": lowered.result_types}
-                    disk_cache.store("code", key, types, code)
+                function = backend.load(lowered)
+                cacheable = backend.cacheable(lowered) if key is not None else None
+                if cacheable is not None:
+                    disk_cache.store("code", key, *cacheable)
             self._compiled[signature] = function
             while len(self._compiled) > self._cache_size:
                 self._compiled.popitem(last=False)
             return function
-
-
-def _open_code(signature: Signature, types: Any, code: bytes) -> LoadedFunction | None:
-    """The function in a code entry of the disk cache; None unless it fits ``signature``."""
-    function = LoadedFunction(code, types["inputs"], types["results"])
-    fits = [(t.shape, t.dtype) for t in function.inputs] == [
-        (tuple(shape), numpy_dtype(t)) for shape, t in signature
-    ]
-    return function if fits else None
 
 
 def _open_inspection(meta: Any, module_bytecode: bytes) -> EntrySignature:
@@ -237,28 +240,6 @@ def _unchanged(path: str, contents: bytes | None) -> bool:
         return False
 
 
-def _check_threads(threads: object, what: str) -> int:
-    # bool is an int, but threads=True is a mistake.
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{what} must be a positive integer, got {threads!r}")
-    return threads
-
-
-def resolve_pipeline(pipeline: CpuPipeline | None, threads: int | None) -> CpuPipeline:
-    """``pipeline`` (default ``CpuPipeline()``) with a thread count.
-
-    ``threads`` when given, else the pipeline's own, else ``default_threads()``.
-    """
-    pipeline = pipeline or CpuPipeline()
-    if threads is not None:
-        count = _check_threads(threads, "threads")
-    elif pipeline.threads is not None:
-        count = _check_threads(pipeline.threads, "pipeline.threads")
-    else:
-        count = default_threads()
-    return dataclasses.replace(pipeline, threads=count)
-
-
 # Quantized values travel as their storage integers: i8, u8, i16, ...
 # (with an optional storage range, as in u8<0:255>).
 _QUANTIZED = re.compile(r"^!quant\.(?:uniform|any|calibrated)<([iu])(\d+)")
@@ -278,13 +259,14 @@ def compile(
     entry: str = "main",
     *,
     isolate: bool = True,
-    pipeline: CpuPipeline | None = None,
+    pipeline: Any = None,
     threads: int | None = None,
+    arch: str | None = None,
     timeout: float | None = None,
     max_bytes: int | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
 ) -> Executable:
-    """Compile ``entry`` of a StableHLO program for ``target`` ("cpu").
+    """Compile ``entry`` of a StableHLO program for ``target`` ("cpu", "cuda", ...).
 
     ``source`` is StableHLO text, MLIR bytecode, a portable artifact, a path or
     a parsed module. With ``isolate`` (the default) parsing, passes and code
@@ -293,14 +275,14 @@ def compile(
     ``timeout`` seconds per compilation (default SHLO_COMPILE_TIMEOUT or 600),
     ``max_bytes`` per array (default SHLO_MAX_BYTES or 16 GiB), and
     ``cache_size`` shape signatures kept by a shape-polymorphic Executable.
-    The generated code runs on ``threads`` threads: by default the
-    pipeline's, else SHLO_THREADS, else every core this process may use.
+    On the CPU, the generated code runs on ``threads`` threads: by default
+    the pipeline's (a ``CpuPipeline``), else SHLO_THREADS, else every core
+    this process may use. For CUDA, ``arch`` names the GPU (e.g. "sm_90").
     With SHLO_CACHE_DIR set, compiled code is kept in that directory and
     reused by later compilations, in any process (``shlo.disk_cache``).
     """
-    if target != "cpu":
-        raise ValueError(f"unknown target {target!r}; expected 'cpu'")
-    pipeline = resolve_pipeline(pipeline, threads)
+    backend = backend_path(target)  # an unknown target fails here, listing the known ones
+    options = load_backend(backend).options(pipeline, threads, arch)
     filename = "<string>"  # as the parser names text and bytecode
     if names_a_file(source):
         source = filename = existing_path(source)  # type: ignore[arg-type]
@@ -326,7 +308,8 @@ def compile(
         entry,
         params,
         isolate,
-        pipeline,
+        backend,
+        options,
         filename,
         timeout=timeout,
         max_bytes=max_bytes,

@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ir, new_context
+from shlo.backends.cpu.lowering import lower_to_llvm
+from shlo.backends.cpu.runtime import LoadedFunction
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
 from shlo.ir_utils import defining_op, string_value
-from shlo.lowering import lower_to_llvm
 from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
-from shlo.runtime import LoadedFunction
 
 # Upstream's tolerances (stablehlo-translate --interpret).
 ALMOST_EQ_TOLERANCE = 1e-3

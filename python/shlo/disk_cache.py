@@ -140,15 +140,15 @@ def code_key(
     module_bytecode: bytes,
     entry: str,
     arg_types: Sequence[str],
-    pipeline: Sequence[str],
-    code_kind: str,
+    backend: Sequence[str],
     max_bytes: int,
 ) -> bytes:
     """The key of the code for one specialization of one module.
 
-    ``pipeline``: every string that describes the CPU pipeline (its elements
-    and its repr, which holds the thread count); ``code_kind``: "object" or
-    "llvm", which the host can load; ``max_bytes``: the array limit checked
+    ``backend``: the target's name and every string its backend says decides
+    the code (``Backend.cache_fields``: for the CPU, the pipeline's elements,
+    its repr with the thread count, and whether the host loads object code or
+    LLVM bytecode); ``max_bytes``: the array limit checked
     while lowering, so a hit never skips a check that a smaller limit would
     fail.
     """
@@ -158,8 +158,7 @@ def code_key(
             module_bytecode,
             entry.encode(),
             "\n".join(arg_types).encode(),
-            "\n".join(pipeline).encode(),
-            code_kind.encode(),
+            "\n".join(backend).encode(),
             f"max_bytes {max_bytes}".encode(),
             host_cpu().encode(),
         ],

@@ -13,9 +13,7 @@ import numpy as np
 from shlo._mlir_compat import eval_module, ir
 from shlo.collectives import COLLECTIVES
 from shlo.dtypes import mlir_element_type, numpy_dtype
-from shlo.io import load_module
-from shlo.ir_utils import ops_named
-from shlo.lowering import (
+from shlo.frontend import (
     check_array_sizes,
     default_max_bytes,
     error_at,
@@ -23,8 +21,9 @@ from shlo.lowering import (
     function_types,
     keep_only_entry_public,
 )
+from shlo.io import load_module
+from shlo.ir_utils import ops_named, tensor_type_text
 from shlo.pipeline import run_pipeline
-from shlo.runtime import ArrayType
 
 # The interpreter runs StableHLO, quantized ops included, but not CHLO or calls.
 _FRONTEND = [
@@ -206,7 +205,7 @@ def interpret(
     context = module.context
     keep_only_entry_public(module, entry, filename)
     run_pipeline(module, _FRONTEND, filename)
-    types = ",".join(str(ArrayType(a.shape, mlir_element_type(a.dtype))) for a in args)
+    types = ",".join(tensor_type_text(a.shape, mlir_element_type(a.dtype)) for a in args)
     run_pipeline(module, [f"shlo-remove-dynamism{{types={types}}}"], filename)
     # Once static: the interpreter's own integer division raises SIGFPE.
     run_pipeline(module, ["shlo-guard-integer-division"], filename)

@@ -10,10 +10,10 @@ import numpy as np
 
 from shlo._mlir_compat import ir, new_context
 from shlo.dtypes import mlir_element_type
+from shlo.frontend import error_at, symbol_name
 from shlo.io import load_module, module_to_bytecode
 from shlo.ir_utils import string_value, tensor_type_text
 from shlo.isolation import shared_worker
-from shlo.lowering import error_at, symbol_name
 from shlo.pipeline import run_pipeline
 
 ArgType = str | np.ndarray | tuple[Sequence[int], Any]

@@ -8,11 +8,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 import shlo
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import CpuPipeline
+from shlo.backends.cpu.runtime import LoadedFunction
+from shlo.frontend import FRONTEND
 from shlo.io import module_to_bytecode
-from shlo.lowering import FRONTEND
 from shlo.pipeline import run_pipeline
-from shlo.runtime import LoadedFunction
 from shlo.tools.measure_ulp import APPROXIMATE, LIBM, REFERENCES, compile_function, ulp_errors
 
 NAN, INF, TINY = np.nan, np.inf, np.float32(2.0**-149)

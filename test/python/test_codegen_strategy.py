@@ -8,10 +8,10 @@ import re
 import numpy as np
 import pytest
 import shlo
-from shlo.codegen_recipes import PARTIAL_TILES
-from shlo.cpu_pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.backends.cpu.codegen_recipes import PARTIAL_TILES
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
 from shlo.dtypes import numpy_dtype
-from shlo.lowering import FRONTEND
+from shlo.frontend import FRONTEND
 from shlo.pipeline import run_pipeline
 
 MATMUL_RELU = """
@@ -373,7 +373,7 @@ func.func @main(%a: tensor<67x129xf32>, %b: tensor<129x300xf32>, %c: tensor<67x3
 
 def test_recipes_in_the_vectorized_strategy_match_numpy() -> None:
     # With the vectorized strategy's own passes (elementwise ops, fills, threads).
-    from shlo.cpu_pipeline import VECTORIZED
+    from shlo.backends.cpu.pipeline import VECTORIZED
 
     strategy = dataclasses.replace(VECTORIZED, recipes=("vectorize-matmul", "vectorize-conv"))
     rng = np.random.default_rng(5)

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import shlo
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.io import module_to_bytecode, module_to_portable_artifact
 
 MLP = """

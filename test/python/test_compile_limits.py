@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 import shlo
-from shlo.lowering import DEFAULT_MAX_BYTES, default_max_bytes
+from shlo.frontend import DEFAULT_MAX_BYTES, default_max_bytes
 
 HUGE_ARGUMENT = """func.func @main(%a: tensor<65536x65536xf32>) -> tensor<65536x65536xf32> {
   return %a : tensor<65536x65536xf32>

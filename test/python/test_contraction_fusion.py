@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import shlo
 from jax import export
-from shlo.cpu_pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.frontend import FRONTEND
 from shlo.interpreter import interpret
 from shlo.ir_utils import linalg_generic_parts, ops_named
-from shlo.lowering import FRONTEND
-from shlo.passes.fuse_elementwise_trees import FENCE_PREFIX
+from shlo.passes.linalg.fuse_elementwise_trees import FENCE_PREFIX
 
 # (lhs shape, rhs shape, (lhs contracting, rhs contracting), (lhs batch, rhs batch))
 DIMENSION_NUMBERS = {

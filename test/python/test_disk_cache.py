@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 import shlo
 from shlo import disk_cache
-from shlo.compiler import default_threads
-from shlo.cpu_pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline, default_threads
 from shlo.interpreter import interpret
 
 PROGRAM = """
@@ -402,7 +401,7 @@ def test_threads_default_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SHLO_THREADS", raising=False)
 
     def threads_of(**options) -> int | None:
-        return shlo.compile(PROGRAM, isolate=False, **options)._pipeline.threads
+        return shlo.compile(PROGRAM, isolate=False, **options).options.threads
 
     assert default_threads() == len(os.sched_getaffinity(0))
     assert threads_of() == default_threads()

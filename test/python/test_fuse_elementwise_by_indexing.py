@@ -13,9 +13,9 @@ import dataclasses
 import numpy as np
 import shlo
 from shlo.analysis import IndexingMap
-from shlo.cpu_pipeline import SCALAR_LOOPS, CpuPipeline
-from shlo.lowering import FRONTEND
-from shlo.passes.fuse_elementwise_by_indexing import reads_each_element_once
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
+from shlo.frontend import FRONTEND
+from shlo.passes.linalg.fuse_elementwise_by_indexing import reads_each_element_once
 from shlo.pipeline import run_pipeline
 
 PASS = "shlo-fuse-elementwise-by-indexing"

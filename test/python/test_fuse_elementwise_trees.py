@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import shlo
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.interpreter import interpret
 from shlo.ir_utils import ops_named
 

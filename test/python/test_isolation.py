@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shlo
-from shlo import runtime
+from shlo.backends.cpu import runtime
 from shlo.io import module_to_bytecode
 from shlo.isolation import Worker, shared_worker, write_message
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import shlo
 from shlo.conformance import compare
-from shlo.passes.lower_fft import unit_roots
+from shlo.passes.decompose.lower_fft import unit_roots
 from shlo.refine import tensor_type_string
 
 # The real type of each complex type and the complex type of each real one.

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import shlo
-from shlo.lowering import lower_to_llvm
-from shlo.runtime import LoadedFunction
+from shlo.backends.cpu.lowering import lower_to_llvm
+from shlo.backends.cpu.runtime import LoadedFunction
 
 F32 = np.float32
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import shlo
 from jax import export
-from shlo.cpu_pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import CpuPipeline
+from shlo.frontend import FRONTEND
 from shlo.interpreter import interpret
-from shlo.lowering import FRONTEND
 from shlo.pipeline import run_pipeline
 
 SCANS = {

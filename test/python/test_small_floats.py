@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import shlo
 from shlo.dtypes import EMULATED_FLOATS, numpy_dtype
-from shlo.passes.expand_small_float_conversions import FORMATS, encode_exact
+from shlo.passes.cpu.expand_small_float_conversions import FORMATS, encode_exact
 
 SMALL_FLOATS = list(EMULATED_FLOATS)
 F32 = np.float32

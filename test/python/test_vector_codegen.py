@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import shlo
 from jax import export
-from shlo.cpu_pipeline import SCALAR_LOOPS, VECTORIZED, CodegenStrategy, CpuPipeline
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, VECTORIZED, CodegenStrategy, CpuPipeline
+from shlo.frontend import FRONTEND
 from shlo.interpreter import interpret
-from shlo.lowering import FRONTEND
 from shlo.pipeline import run_pipeline
 
 

@@ -1,9 +1,12 @@
-"""From a StableHLO module to native code for one call signature.
+"""The frontend every backend shares: from a program as exported to static StableHLO.
 
-Everything here may crash the process on bad input (the parser on corrupt
-bytecode or deep nesting, some upstream passes, LLVM's code generator), so
-``shlo.compile`` runs it in a separate process (see ``shlo.isolation``): the
-host only reads the module bytecode and object code this produces.
+It loads the module, keeps the entry function, inlines composites and calls,
+expands CHLO and quantized math, applies XLA's broadcasting semantics and
+refines shapes (``prepare_static``), and checks array sizes against the
+memory limit. Backends (``shlo.backends``) take it from there.
+
+The parser and some upstream passes may crash the process on bad input, so
+``shlo.compile`` runs this in a separate process (see ``shlo.isolation``).
 """
 
 from __future__ import annotations
@@ -14,13 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir, quant
-from shlo.cpu_pipeline import CpuPipeline
 from shlo.diagnostics import Diagnostic, ShloError, collect_diagnostics
 from shlo.io import load_module, module_to_bytecode
 from shlo.ir_utils import ops_named, string_value
 from shlo.isolation import positive_setting
 from shlo.pipeline import run_pipeline
-from shlo.runtime import compile_object
 
 # Make every program a single static function of tensors: composites and
 # calls are inlined, CHLO and quantized math become plain StableHLO.
@@ -65,19 +66,6 @@ def default_max_bytes() -> int:
     except (ValueError, OSError, AttributeError):
         return DEFAULT_MAX_BYTES
     return min(DEFAULT_MAX_BYTES, physical // 2)
-
-
-@dataclass(frozen=True)
-class Lowered:
-    """The LLVM dialect module (bytecode) and the static types of its entry function.
-
-    ``object_code`` is the ELF object LLVM generated from it, when asked for.
-    """
-
-    llvm_bytecode: bytes
-    input_types: tuple[str, ...]
-    result_types: tuple[str, ...]
-    object_code: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -223,22 +211,19 @@ def check_array_sizes(
                 )
 
 
-def lower_to_llvm(
+def prepare_static(
     source: bytes | str | ir.Module,
     entry: str,
     arg_types: Sequence[str] | None,
-    pipeline: CpuPipeline | None = None,
-    filename: str = "<module>",
-    max_bytes: int | None = None,
-) -> Lowered:
-    """Lower ``entry`` of ``source`` to the LLVM dialect, specialized to ``arg_types``.
+    filename: str,
+    max_bytes: int,
+) -> tuple[ir.Module, list[ir.Type], list[ir.Type]]:
+    """``entry`` of ``source`` as a static StableHLO @main, with its input and result types.
 
     ``arg_types`` (MLIR tensor type strings) refine a shape-polymorphic entry
     through shlo-remove-dynamism; None keeps the declared static types. Every
-    array larger than ``max_bytes`` (default ``default_max_bytes()``) is an error.
+    value larger than ``max_bytes`` is an error.
     """
-    limit = default_max_bytes() if max_bytes is None else max_bytes
-    pipeline = pipeline or CpuPipeline()
     module = load_module(source, filename=filename)
     function_types(module, entry, filename)  # a clear error before any pass runs
     keep_only_entry_public(module, entry, filename)
@@ -255,35 +240,5 @@ def lower_to_llvm(
                 "expected static tensors",
                 filename,
             )
-    # Every StableHLO value, then every buffer the bufferized code allocates.
-    check_array_sizes(module, limit, filename)
-    # The code generation passes are ours and upstream's, not the user's
-    # input: the module is verified once per run, not after every pass.
-    through_bufferization = pipeline.elements(through="bufferize")
-    run_pipeline(module, through_bufferization, filename, verify_each=False)
-    check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
-    rest = pipeline.elements()[len(through_bufferization) :]
-    run_pipeline(module, rest, filename, verify_each=False)
-    return Lowered(
-        module_to_bytecode(module),
-        tuple(str(t) for t in inputs),
-        tuple(str(t) for t in results),
-    )
-
-
-def lower_to_object(
-    source: bytes | str | ir.Module,
-    entry: str,
-    arg_types: Sequence[str] | None,
-    pipeline: CpuPipeline | None = None,
-    filename: str = "<module>",
-    max_bytes: int | None = None,
-) -> Lowered:
-    """``lower_to_llvm``, plus the object code LLVM generates from it."""
-    lowered = lower_to_llvm(source, entry, arg_types, pipeline, filename, max_bytes)
-    return Lowered(
-        lowered.llvm_bytecode,
-        lowered.input_types,
-        lowered.result_types,
-        compile_object(lowered.llvm_bytecode),
-    )
+    check_array_sizes(module, max_bytes, filename)
+    return module, inputs, results

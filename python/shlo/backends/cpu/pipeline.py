@@ -1,8 +1,10 @@
 """The CPU pipeline: static StableHLO -> linalg -> loops -> LLVM dialect, in named stages.
 
+The first stage is the shared ``shlo.to_linalg`` stage; the rest is the CPU's own.
+
 Each stage is a plain list of pipeline elements. Code generation for linalg
 ops is a separate, swappable ``CodegenStrategy``: per-op-kind recipes in the
-transform dialect (``shlo.codegen_recipes``: tiling, packing, vectorization of
+transform dialect (``shlo.backends.cpu.codegen_recipes``: tiling, packing, vectorization of
 contractions, convolutions, ...) plus the passes around them, so a strategy
 changes without touching the legalization, bufferization or LLVM stages.
 """
@@ -13,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from shlo.dtypes import EMULATED_FLOATS
+from shlo.to_linalg import DECOMPOSITIONS, to_linalg_stage
 
 
 def default_threads() -> int:
@@ -33,7 +36,7 @@ class CodegenStrategy:
     """How linalg-on-tensors becomes loops over buffers.
 
     ``tensor_passes`` run first, before bufferization (fusion); then
-    ``recipes`` (names in ``shlo.codegen_recipes.RECIPES``) transform the ops
+    ``recipes`` (names in ``shlo.backends.cpu.codegen_recipes.RECIPES``) transform the ops
     of their kind, and with ``vectorize`` shlo-plan-vector-codegen tiles,
     threads and vectorizes the elementwise ops and reductions.
     ``loop_passes`` run after bufferization (the loop conversion and
@@ -189,37 +192,6 @@ _TO_LLVM = (
 )
 
 
-# Our lowerings for StableHLO ops that upstream stablehlo-legalize-to-linalg
-# leaves alone or lowers wrongly, in the order they run.
-PRE_LINALG_LOWERINGS: tuple[str, ...] = (
-    # First: collectives become slices, concatenates and maps that later passes may fix.
-    "shlo-lower-collectives",
-    "shlo-lower-scatter",
-    "shlo-lower-sort",
-    "shlo-lower-select-and-scatter",
-    "shlo-lower-fft",
-    "shlo-lower-triangular-solve",
-    "shlo-lower-cholesky",
-    "shlo-lower-rng",
-    # After the lowerings above, which may emit the ops it fixes.
-    "shlo-fix-elementwise-semantics",
-    # Before the saturation, whose bounds a small float may not hold.
-    "shlo-widen-small-float-converts",
-    # NaN -> 0 and saturation for float-to-integer converts, as the interpreter.
-    "shlo-saturate-float-to-int",
-    "shlo-lower-complex-bitcast",
-    "shlo-lower-complex-cbrt",
-    "shlo-normalize-dot-general",
-    # After the widening above: every contraction becomes a (batch) matmul.
-    "shlo-canonicalize-dot-general",
-    "shlo-normalize-reduce",
-    "shlo-fold-tuples",
-    "shlo-lower-reduce-window-scan",
-    # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
-    "shlo-lower-control-flow",
-)
-
-
 STRATEGIES = {strategy.name: strategy for strategy in (SCALAR_LOOPS, VECTORIZED)}
 
 
@@ -240,14 +212,14 @@ class CpuPipeline:
     """The stages from static StableHLO to the LLVM dialect, in order."""
 
     strategy: CodegenStrategy = field(default_factory=lambda: default_strategy())
-    pre_linalg: tuple[str, ...] = PRE_LINALG_LOWERINGS
+    pre_linalg: tuple[str, ...] = DECOMPOSITIONS
     # Threads the generated code runs on; None: every core of the machine.
     threads: int | None = None
 
     @property
     def thread_count(self) -> int:
         """``threads``, or the default; 1 without an OpenMP runtime to run more."""
-        from shlo.runtime import openmp_library
+        from shlo.backends.cpu.runtime import openmp_library
 
         if openmp_library() is None:
             return 1
@@ -255,21 +227,7 @@ class CpuPipeline:
 
     def stages(self) -> list[tuple[str, list[str]]]:
         return [
-            (
-                "legalize-to-linalg",
-                [
-                    *self.pre_linalg,
-                    # Copies shared cheap producers into the fusions below (indexing maps).
-                    "shlo-fuse-elementwise-by-indexing",
-                    "stablehlo-legalize-to-linalg",
-                    # Before any fusion: all-parallel ops that read their init fuse wrongly.
-                    "shlo-parallel-inits-to-inputs",
-                    # Before code generation: name every op nothing above lowered.
-                    "shlo-check-lowered{target=cpu}",
-                    "stablehlo-convert-to-signless",
-                    "canonicalize",
-                ],
-            ),
+            ("legalize-to-linalg", to_linalg_stage("cpu", self.pre_linalg)),
             ("tensor-codegen", self.strategy.tensor_stage(self.thread_count)),
             ("bufferize", list(_BUFFERIZE)),
             ("loop-codegen", self.strategy.loop_stage(self.thread_count)),

@@ -23,7 +23,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import ops_named, string_value
 from shlo.pass_framework import Pass
-from shlo.passes.fuse_elementwise_trees import FENCE_PREFIX
+from shlo.passes.linalg.fuse_elementwise_trees import FENCE_PREFIX
 
 
 def _is_fence(symbol: str) -> bool:

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
+from shlo.backends.cpu.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
 from shlo.ir_utils import linalg_generic_parts, ops_named, static_shape
 from shlo.pass_framework import Pass
-from shlo.passes.insert_codegen_recipes import append_transform_sequence
+from shlo.passes.cpu.insert_codegen_recipes import append_transform_sequence
 
 TAG = "shlo.codegen_op"
 VECTORIZE = "shlo.vectorize"

@@ -2,7 +2,7 @@
 
 Ours because upstream is missing: ``transform-interpreter`` runs a sequence
 that must already be in the module (or a file). This pass writes the
-sequence for the recipes of ``shlo.codegen_recipes`` into the module, so a
+sequence for the recipes of ``shlo.backends.cpu.codegen_recipes`` into the module, so a
 pipeline string selects per-op-kind code generation by name. Run
 ``transform-interpreter`` next and ``shlo-erase-codegen-recipes`` after it.
 
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import transform_module_text
+from shlo.backends.cpu.codegen_recipes import transform_module_text
 from shlo.pass_framework import Pass, PassError
 
 
 @dataclass(frozen=True)
 class InsertCodegenRecipesPass(Pass):
-    """Add the transform sequence applying ``recipes`` (names from shlo.codegen_recipes)."""
+    """Add the transform sequence applying ``recipes`` (names from shlo.backends.cpu.codegen_recipes)."""
 
     argument: ClassVar[str] = "shlo-insert-codegen-recipes"
     recipes: tuple[str, ...] = ()

@@ -32,7 +32,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass
-from shlo.passes.outline_kernels import outline
+from shlo.passes.cpu.outline_kernels import outline
 
 PREFIX = "shlo_contraction_"
 # The ops the codegen recipes transform.

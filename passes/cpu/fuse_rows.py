@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
+from shlo.backends.cpu.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
 from shlo.ir_utils import defining_op, linalg_generic_parts, static_shape
 from shlo.pass_framework import Pass
-from shlo.passes.insert_codegen_recipes import append_transform_sequence
+from shlo.passes.cpu.insert_codegen_recipes import append_transform_sequence
 
 TAG = "shlo.row_op"
 # The values of one block of rows should fit in this much of the L2 cache.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.codegen_recipes import PARTIAL_TILES
+from shlo.backends.cpu.codegen_recipes import PARTIAL_TILES
 from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 

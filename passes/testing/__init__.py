@@ -1,0 +1,1 @@
+"""Passes that exist for lit tests: they print analyses."""

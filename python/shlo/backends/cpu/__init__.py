@@ -1,0 +1,102 @@
+"""The CPU backend: linalg -> tiled, vectorized, threaded loops -> LLVM -> native code.
+
+``pipeline`` holds its stages and code-generation strategies,
+``codegen_recipes`` the transform-dialect recipes per op kind, ``lowering``
+runs them (in the worker), and ``runtime`` links and calls the object code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from shlo.backends import Backend, CompiledFunction
+from shlo.backends.cpu.pipeline import CpuPipeline, default_threads
+from shlo.dtypes import numpy_dtype
+
+
+def _check_threads(threads: object, what: str) -> int:
+    # bool is an int, but threads=True is a mistake.
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{what} must be a positive integer, got {threads!r}")
+    return threads
+
+
+def resolve_pipeline(pipeline: CpuPipeline | None, threads: int | None) -> CpuPipeline:
+    """``pipeline`` (default ``CpuPipeline()``) with a thread count.
+
+    ``threads`` when given, else the pipeline's own, else ``default_threads()``.
+    """
+    pipeline = pipeline or CpuPipeline()
+    if threads is not None:
+        count = _check_threads(threads, "threads")
+    elif pipeline.threads is not None:
+        count = _check_threads(pipeline.threads, "pipeline.threads")
+    else:
+        count = default_threads()
+    return dataclasses.replace(pipeline, threads=count)
+
+
+def _code_kind() -> str:
+    """Object code when a C compiler can link it, else LLVM-dialect bytecode for the JIT."""
+    from shlo.backends.cpu.runtime import linker
+
+    return "object" if linker() is not None else "llvm"
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    # An ELF object exporting shlo_call-compatible @main, or the LLVM dialect module as text.
+    emit_kinds = ("object", "llvm-mlir")
+
+    def options(self, pipeline: Any, threads: int | None, arch: str | None) -> CpuPipeline:
+        if arch is not None:
+            raise ValueError(f"arch={arch!r} is for target='cuda'; the CPU backend takes none")
+        if pipeline is not None and not isinstance(pipeline, CpuPipeline):
+            raise TypeError(f"target='cpu' takes a CpuPipeline, got {type(pipeline).__name__}")
+        return resolve_pipeline(pipeline, threads)
+
+    def cache_fields(self, options: CpuPipeline) -> list[str]:
+        return [*options.elements(), repr(options), _code_kind()]
+
+    def lower(
+        self,
+        source: bytes | str,
+        entry: str,
+        arg_types: Sequence[str] | None,
+        options: CpuPipeline,
+        filename: str,
+        max_bytes: int,
+    ) -> Any:
+        from shlo.backends.cpu.lowering import lower_to_object
+
+        return lower_to_object(source, entry, arg_types, options, filename, max_bytes)
+
+    def load(self, lowered: Any) -> CompiledFunction:
+        from shlo.backends.cpu.runtime import LoadedFunction
+
+        code = lowered.object_code if _code_kind() == "object" else lowered.llvm_bytecode
+        return LoadedFunction(code, lowered.input_types, lowered.result_types)
+
+    def emit(self, kind: str, lowered: Any) -> bytes:
+        if kind == "object":
+            return lowered.object_code
+        from shlo._mlir_compat import ir, new_context
+
+        return str(ir.Module.parse(lowered.llvm_bytecode, new_context())).encode()
+
+    def cacheable(self, lowered: Any) -> tuple[dict[str, Any], bytes]:
+        code = lowered.object_code if _code_kind() == "object" else lowered.llvm_bytecode
+        return {"inputs": lowered.input_types, "results": lowered.result_types}, code
+
+    def load_cached(
+        self, metadata: Any, code: bytes, signature: Sequence[tuple[tuple[int, ...], str]] = ()
+    ) -> CompiledFunction | None:
+        from shlo.backends.cpu.runtime import LoadedFunction
+
+        function = LoadedFunction(code, metadata["inputs"], metadata["results"])
+        fits = [(t.shape, t.dtype) for t in function.inputs] == [
+            (tuple(shape), numpy_dtype(t)) for shape, t in signature
+        ]
+        return function if fits else None

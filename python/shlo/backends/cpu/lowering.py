@@ -1,0 +1,80 @@
+"""The CPU backend's lowering: static StableHLO -> LLVM dialect -> object code.
+
+Everything here may crash the process on bad input (some upstream passes,
+LLVM's code generator), so ``shlo.compile`` runs it in the worker process
+(``shlo.isolation``): the host only reads the bytecode and object code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shlo._mlir_compat import ir
+from shlo.backends.cpu.pipeline import CpuPipeline
+from shlo.backends.cpu.runtime import compile_object
+from shlo.frontend import check_array_sizes, default_max_bytes, prepare_static
+from shlo.io import module_to_bytecode
+from shlo.pipeline import run_pipeline
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """The LLVM dialect module (bytecode) and the static types of its entry function.
+
+    ``object_code`` is the ELF object LLVM generated from it, when asked for.
+    """
+
+    llvm_bytecode: bytes
+    input_types: tuple[str, ...]
+    result_types: tuple[str, ...]
+    object_code: bytes = b""
+
+
+def lower_to_llvm(
+    source: bytes | str | ir.Module,
+    entry: str,
+    arg_types: Sequence[str] | None,
+    pipeline: CpuPipeline | None = None,
+    filename: str = "<module>",
+    max_bytes: int | None = None,
+) -> Lowered:
+    """Lower ``entry`` of ``source`` to the LLVM dialect, specialized to ``arg_types``.
+
+    ``arg_types`` (MLIR tensor type strings) refine a shape-polymorphic entry
+    through shlo-remove-dynamism; None keeps the declared static types. Every
+    array larger than ``max_bytes`` (default ``default_max_bytes()``) is an error.
+    """
+    limit = default_max_bytes() if max_bytes is None else max_bytes
+    pipeline = pipeline or CpuPipeline()
+    module, inputs, results = prepare_static(source, entry, arg_types, filename, limit)
+    # The code generation passes are ours and upstream's, not the user's
+    # input: the module is verified once per run, not after every pass.
+    through_bufferization = pipeline.elements(through="bufferize")
+    run_pipeline(module, through_bufferization, filename, verify_each=False)
+    check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
+    rest = pipeline.elements()[len(through_bufferization) :]
+    run_pipeline(module, rest, filename, verify_each=False)
+    return Lowered(
+        module_to_bytecode(module),
+        tuple(str(t) for t in inputs),
+        tuple(str(t) for t in results),
+    )
+
+
+def lower_to_object(
+    source: bytes | str | ir.Module,
+    entry: str,
+    arg_types: Sequence[str] | None,
+    pipeline: CpuPipeline | None = None,
+    filename: str = "<module>",
+    max_bytes: int | None = None,
+) -> Lowered:
+    """``lower_to_llvm``, plus the object code LLVM generates from it."""
+    lowered = lower_to_llvm(source, entry, arg_types, pipeline, filename, max_bytes)
+    return Lowered(
+        lowered.llvm_bytecode,
+        lowered.input_types,
+        lowered.result_types,
+        compile_object(lowered.llvm_bytecode),
+    )

@@ -1,0 +1,56 @@
+"""The shared transforms every backend runs: static StableHLO -> linalg on tensors.
+
+Our decompositions first turn the StableHLO ops that upstream's
+``stablehlo-legalize-to-linalg`` leaves alone or lowers wrongly into ops it
+lowers well (passes/decompose); then upstream lowers to linalg, and
+``shlo-check-lowered`` names, with its location and the target, every op
+left that no backend can compile.
+"""
+
+from __future__ import annotations
+
+# Our lowerings for StableHLO ops that upstream stablehlo-legalize-to-linalg
+# leaves alone or lowers wrongly, in the order they run.
+DECOMPOSITIONS: tuple[str, ...] = (
+    # First: collectives become slices, concatenates and maps that later passes may fix.
+    "shlo-lower-collectives",
+    "shlo-lower-scatter",
+    "shlo-lower-sort",
+    "shlo-lower-select-and-scatter",
+    "shlo-lower-fft",
+    "shlo-lower-triangular-solve",
+    "shlo-lower-cholesky",
+    "shlo-lower-rng",
+    # After the lowerings above, which may emit the ops it fixes.
+    "shlo-fix-elementwise-semantics",
+    # Before the saturation, whose bounds a small float may not hold.
+    "shlo-widen-small-float-converts",
+    # NaN -> 0 and saturation for float-to-integer converts, as the interpreter.
+    "shlo-saturate-float-to-int",
+    "shlo-lower-complex-bitcast",
+    "shlo-lower-complex-cbrt",
+    "shlo-normalize-dot-general",
+    # After the widening above: every contraction becomes a (batch) matmul.
+    "shlo-canonicalize-dot-general",
+    "shlo-normalize-reduce",
+    "shlo-fold-tuples",
+    "shlo-lower-reduce-window-scan",
+    # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
+    "shlo-lower-control-flow",
+)
+
+
+def to_linalg_stage(target: str, decompositions: tuple[str, ...] = DECOMPOSITIONS) -> list[str]:
+    """Pipeline elements from static StableHLO to linalg on tensors, checked for ``target``."""
+    return [
+        *decompositions,
+        # Copies shared cheap producers into the fusions below (indexing maps).
+        "shlo-fuse-elementwise-by-indexing",
+        "stablehlo-legalize-to-linalg",
+        # Before any fusion: all-parallel ops that read their init fuse wrongly.
+        "shlo-parallel-inits-to-inputs",
+        # Before code generation: name every op nothing above lowered.
+        f"shlo-check-lowered{{target={target}}}",
+        "stablehlo-convert-to-signless",
+        "canonicalize",
+    ]
