@@ -20,7 +20,10 @@ import types
 
 from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
-from torch_mlir.dialects import arith, linalg, quant, scf, tensor
+
+# The CUDA backend builds gpu.binary ops and translates gpu.module bodies to LLVM IR.
+from torch_mlir.dialects import arith, gpu, linalg, quant, scf, tensor
+from torch_mlir.dialects.llvm import translate_module_to_llvmir
 from torch_mlir.execution_engine import ExecutionEngine
 
 # The wheel has no Python op modules for these dialects, and the bindings try
@@ -36,6 +39,7 @@ __all__ = [
     "current_version",
     "deserialize_portable_artifact",
     "eval_module",
+    "gpu",
     "ir",
     "linalg",
     "minimum_version",
@@ -46,6 +50,7 @@ __all__ = [
     "scf",
     "serialize_portable_artifact",
     "tensor",
+    "translate_module_to_llvmir",
 ]
 
 # A pass that lists chlo as a dependent dialect, run on a module holding one

@@ -75,6 +75,7 @@ class Backend(ABC):
 # target -> "module:attribute" of a Backend subclass or factory.
 _REGISTRY: dict[str, str] = {
     "cpu": "shlo.backends.cpu:CpuBackend",
+    "cuda": "shlo.backends.cuda:CudaBackend",
 }
 
 

@@ -1,0 +1,168 @@
+"""target="cuda" end to end without a GPU: shlo.compile, shlo-compile and the fake driver.
+
+The fake driver runs the host code on host memory and records each kernel
+launch; it checks the launch's parameters against the PTX entry signature.
+Kernels do not run, so results are not compared here (the GPU runs of
+docs/cuda.md do that).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import shlo
+from shlo import ShloError
+
+pytest.importorskip("llvmlite")
+from shlo.backends.cuda import driver as cuda_driver
+from shlo.backends.cuda.ptx import find_ptxas
+
+pytestmark = pytest.mark.skipif(find_ptxas() is None, reason="ptxas (the cuda extra) is missing")
+
+BIN = Path(sys.executable).parent
+SOFTMAX_ROWS = """
+func.func @main(%x: tensor<6x300xf32>, %b: tensor<300xf32>) -> (tensor<6x300xf32>, tensor<6xf32>) {
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<300xf32>) -> tensor<6x300xf32>
+  %0 = stablehlo.add %x, %bb : tensor<6x300xf32>
+  %1 = stablehlo.exponential %0 : tensor<6x300xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%1 init: %z) applies stablehlo.add across dimensions = [1]
+      : (tensor<6x300xf32>, tensor<f32>) -> tensor<6xf32>
+  return %1, %s : tensor<6x300xf32>, tensor<6xf32>
+}
+"""
+
+
+def has_gpu() -> bool:
+    return ctypes.util.find_library("cuda") is not None
+
+
+@pytest.fixture
+def fake_driver(monkeypatch: pytest.MonkeyPatch) -> cuda_driver.FakeDriver:
+    driver = cuda_driver.FakeDriver()
+    monkeypatch.setattr(cuda_driver, "available_driver", lambda: driver)
+    return driver
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_launches_match_the_ptx_entries(fake_driver: cuda_driver.FakeDriver, arch: str) -> None:
+    executable = shlo.compile(SOFTMAX_ROWS, target="cuda", arch=arch)
+    assert executable.target == "cuda"
+    outputs = executable(np.ones((6, 300), np.float32), np.zeros(300, np.float32))
+    assert [o.shape for o in outputs] == [(6, 300), (6,)]
+    launches = fake_driver.launches
+    # One fused add+exp kernel, one for the sum's init, one for the sum.
+    assert len(launches) == 3
+    entries = {
+        name: entry for module in fake_driver.modules.values() for name, entry in module.items()
+    }
+    assert sorted(entries) == sorted(launch.kernel for launch in launches)
+    for launch in launches:
+        # The fake refuses a launch whose packing differs from the entry; check the count too.
+        assert len(launch.params) == len(entries[launch.kernel].params)
+        assert math.prod(launch.block) <= 1024
+    # The elementwise kernel covers every element of the 6x300 result.
+    covered = max(math.prod(launch.grid) * math.prod(launch.block) for launch in launches)
+    assert covered >= 6 * 300
+    # Arguments, results and temporaries all live in (fake) device memory.
+    pointers = {p for launch in launches for p in launch.params if isinstance(p, int)}
+    allocated = {pointer for pointer, _ in fake_driver.allocated}
+    assert allocated & pointers
+
+
+def test_a_second_call_launches_again(fake_driver: cuda_driver.FakeDriver) -> None:
+    executable = shlo.compile(SOFTMAX_ROWS, target="cuda")
+    executable(np.ones((6, 300), np.float32), np.zeros(300, np.float32))
+    executable(np.ones((6, 300), np.float32), np.zeros(300, np.float32))
+    assert len(fake_driver.launches) == 6
+
+
+@pytest.mark.skipif(has_gpu(), reason="a CUDA driver is present")
+def test_calling_without_a_gpu_names_the_missing_driver() -> None:
+    # Compiling needs no GPU; only the call does.
+    executable = shlo.compile(SOFTMAX_ROWS, target="cuda")
+    with pytest.raises(ShloError, match=r"^no CUDA driver: libcuda\.so\.1 could not be loaded"):
+        executable(np.ones((6, 300), np.float32), np.zeros(300, np.float32))
+
+
+def test_cuda_options_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"unknown arch 'sm_70'; expected one of sm_80"):
+        shlo.compile(SOFTMAX_ROWS, target="cuda", arch="sm_70")
+    with pytest.raises(ValueError, match="threads= is for target='cpu'"):
+        shlo.compile(SOFTMAX_ROWS, target="cuda", threads=2)
+
+
+def test_unsupported_op_is_named_before_code_generation() -> None:
+    program = """
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = stablehlo.custom_call @my_kernel(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    """
+    with pytest.raises(ShloError, match="custom call @my_kernel is not supported on target cuda"):
+        shlo.compile(program, target="cuda")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_shlo_compile_writes_ptx_and_cubins(tmp_path: Path, arch: str) -> None:
+    source = tmp_path / "p.mlir"
+    source.write_text(SOFTMAX_ROWS)
+    ptx, cubin = tmp_path / "p.ptx", tmp_path / "p.cubin"
+    for kind, out in (("ptx", ptx), ("cubin", cubin)):
+        result = subprocess.run(
+            [
+                BIN / "shlo-compile",
+                source,
+                "--target=cuda",
+                f"--arch={arch}",
+                f"--emit={kind}",
+                "-o",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+    text = ptx.read_text()
+    assert f".target {arch}" in text
+    assert text.count(".entry ") == 3
+    elf = cubin.read_bytes()
+    # An ELF executable for NVIDIA CUDA (EM_CUDA = 190).
+    assert elf[:4] == b"\x7fELF" and int.from_bytes(elf[18:20], "little") == 190
+
+
+def test_shlo_compile_refines_a_dynamic_program(tmp_path: Path) -> None:
+    source = tmp_path / "p.mlir"
+    source.write_text(
+        """
+        func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+          %0 = stablehlo.tanh %x : tensor<?xf32>
+          return %0 : tensor<?xf32>
+        }
+        """
+    )
+    result = subprocess.run(
+        [
+            BIN / "shlo-compile",
+            source,
+            "--target=cuda",
+            "--input-types=tensor<1000xf32>",
+            "-o",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert ".entry main_kernel" in result.stdout
+    assert ".target sm_90" in result.stdout  # the default arch
+    # tanh came from libdevice, linked in: nothing is left for the driver to resolve.
+    assert ".extern" not in result.stdout
