@@ -31,6 +31,7 @@ _PASS_CLASSES = {
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",
     "shlo-fuse-rows": "cpu.fuse_rows:FuseRowsPass",
     "shlo-guard-integer-division": "frontend.guard_integer_division:GuardIntegerDivisionPass",
+    "shlo-innermost-parallel-dim-first": "cuda.innermost_parallel_dim_first:InnermostParallelDimFirstPass",
     "shlo-insert-codegen-recipes": "cpu.insert_codegen_recipes:InsertCodegenRecipesPass",
     "shlo-legalize-broadcasts": "frontend.legalize_broadcasts:LegalizeBroadcastsPass",
     "shlo-legalize-quantized-regions": "frontend.legalize_quantized_regions:LegalizeQuantizedRegionsPass",

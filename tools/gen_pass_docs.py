@@ -26,7 +26,8 @@ OUTPUT = ROOT / "docs" / "passes.md"
 COMMAND = "python tools/gen_pass_docs.py"
 # The folders of passes/, in the order the compiler runs them.
 STAGE_ORDER = [
-    f"shlo.passes.{stage}" for stage in ("frontend", "decompose", "linalg", "cpu", "testing")
+    f"shlo.passes.{stage}"
+    for stage in ("frontend", "decompose", "linalg", "cpu", "cuda", "testing")
 ]
 
 

@@ -17,12 +17,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from shlo.backends import backend_path, load_backend, registered_targets
+from shlo import progress
+from shlo.backends import registered_targets
+from shlo.compiler import emit
 from shlo.diagnostics import ShloError
-from shlo.frontend import default_max_bytes
-from shlo.isolation import shared_worker
 from shlo.pass_framework import split_top_level
 from shlo.tools.cli_exit import run_and_exit
+from shlo.tools.version import version_line
 
 
 class UsageError(Exception):
@@ -35,6 +36,7 @@ def make_parser() -> argparse.ArgumentParser:
         description="Compile a StableHLO function ahead of time and write the code.",
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=version_line("shlo-compile"))
     parser.add_argument("input_file", metavar="FILE", help="StableHLO text, bytecode or artifact")
     parser.add_argument("--entry", default="main", help="function to compile (default: main)")
     parser.add_argument(
@@ -56,31 +58,14 @@ def execute(argv: Sequence[str]) -> int:
         args = make_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, or argparse's own usage errors
         return exit_.code if isinstance(exit_.code, int) else 2
-    path = backend_path(args.target)
-    backend = load_backend(path)
-    kind = args.emit or backend.emit_kinds[0]
-    if kind not in backend.emit_kinds:
-        raise UsageError(
-            f"--emit={kind}: target {args.target} emits {', '.join(backend.emit_kinds)}"
-        )
     source = Path(args.input_file)
     if not source.is_file():
         raise UsageError(f"cannot read {args.input_file}: no such file")
     arg_types = None
     if args.input_types is not None:
         arg_types = [t.strip() for t in split_top_level(args.input_types) if t.strip()]
-    options = backend.options(None, None, args.arch)
-    code: bytes = shared_worker().call(
-        "emit",
-        backend=path,
-        kind=kind,
-        source=str(source),
-        entry=args.entry,
-        arg_types=arg_types,
-        options=options,
-        filename=str(source),
-        max_bytes=default_max_bytes(),
-    )
+    with progress.show_on_terminal("shlo-compile"):
+        code = emit(source, args.target, args.emit, args.entry, arch=args.arch, arg_types=arg_types)
     if args.output == "-":
         sys.stdout.buffer.write(code)
         sys.stdout.flush()

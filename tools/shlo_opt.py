@@ -27,6 +27,7 @@ from shlo.isolation import shared_worker
 from shlo.opt_task import Chunk, ChunkResult, OptConfig, opt
 from shlo.pipeline import PipelineError, flag_element, pipeline_elements, registered_passes
 from shlo.tools.cli_exit import InternalError, robust_output, run_and_exit
+from shlo.tools.version import version_line
 
 DEFAULT_SPLIT_MARKER = "// -----"
 # Nesting this deep is reported as the likely cause when the worker crashes.
@@ -41,6 +42,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--<pass-name>[=options] flags, in order.",
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=version_line("shlo-opt"))
     parser.add_argument("input", nargs="?", default="-", help="input file; '-' for stdin")
     parser.add_argument("-o", dest="output", default="-", help="output file; '-' for stdout")
     parser.add_argument("--pass-pipeline", help="textual pipeline: 'builtin.module(a,b{opt=1})'")

@@ -1,10 +1,13 @@
-"""shlo-run: compile a StableHLO function for the CPU and run it, like iree-run-module.
+"""shlo-run: compile a StableHLO function for a target and run it, like iree-run-module.
 
   shlo-run program.mlir --input=2x3xf32=1,2,3,4,5,6 --input=@x.npy [--output=@out.npy]
+  shlo-run --module=program.mlir --function=main --input=@args.npz
 
 Inputs follow iree-run-module: ``SHAPExTYPE=values`` with values separated by
 commas or spaces (one value fills the whole shape), ``TYPE=value`` for a
-scalar, or ``@file.npy``. Results print as ``result[i]: 2x3xf32=[1 2 3][4 5 6]``.
+scalar, ``@file.npy``, or ``@file.npz`` for several inputs in the archive's
+order. Results print as ``result[i]: 2x3xf32=[1 2 3][4 5 6]``, nested for
+rank 3 and more, abbreviated with ``...`` beyond ``--print-max-elements``.
 ``--output=@file.npy`` (once per result) saves them instead. ``--benchmark=N``
 runs N more calls and prints the time per call; ``--threads=N`` sets the
 compiled code's thread count. Errors exit 1 with a message, never a traceback.
@@ -18,17 +21,20 @@ import os
 import re
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+from shlo import progress
 from shlo.backends import registered_targets
 from shlo.compiler import compile as compile_program
 from shlo.diagnostics import ShloError
 from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.isolation import shared_worker
 from shlo.tools.cli_exit import robust_output, run_and_exit
+from shlo.tools.version import version_line
 
 _ELEMENT = (
     r"(?:i1|i2|i4|i8|i16|i32|i64|ui2|ui4|ui8|ui16|ui32|ui64"
@@ -126,6 +132,29 @@ def _read_npy(path: str) -> np.ndarray:
         raise unreadable(f"not a valid .npy file ({error or type(error).__name__})") from None
 
 
+def _read_npz(path: str) -> list[np.ndarray]:
+    """The arrays of a .npz file, in the order they were saved."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if not archive.files:
+                raise UsageError(f"cannot read input {path}: the archive holds no arrays")
+            return [archive[name] for name in archive.files]
+    except IsADirectoryError:
+        raise UsageError(f"cannot read input {path}: is a directory") from None
+    except OSError as error:
+        raise UsageError(f"cannot read input {path}: {error.strerror or error}") from None
+    except (EOFError, ValueError, TypeError, MemoryError, zipfile.BadZipFile) as error:
+        reason = error or type(error).__name__
+        raise UsageError(f"cannot read input {path}: not a valid .npz file ({reason})") from None
+
+
+def parse_inputs(spec: str) -> list[np.ndarray]:
+    """The arrays of one ``--input``: several for ``@file.npz``, else one."""
+    if spec.startswith("@") and spec.endswith(".npz"):
+        return _read_npz(spec[1:])
+    return [parse_input(spec)]
+
+
 def parse_input(spec: str) -> np.ndarray:
     """One ``--input`` value as a numpy array."""
     if spec.startswith("@"):
@@ -174,17 +203,39 @@ def parse_input(spec: str) -> np.ndarray:
     )
 
 
-def format_result(array: np.ndarray) -> str:
-    """``2x3xf32=[1 2 3][4 5 6]``, as iree-run-module prints."""
+# Results larger than this print abbreviated, as numpy's threshold does.
+DEFAULT_PRINT_MAX_ELEMENTS = 1000
+# Elements kept at each end of an abbreviated dimension.
+EDGE_ITEMS = 3
+
+
+def format_result(array: np.ndarray, max_elements: int = 0) -> str:
+    """``2x3xf32=[1 2 3][4 5 6]``, as iree-run-module prints.
+
+    Rank 3 and more nest brackets (``2x2x2xi32=[[1 2][3 4]][[5 6][7 8]]``).
+    With ``max_elements`` > 0, an array of more elements keeps the first and
+    last EDGE_ITEMS of every dimension and prints ``...`` between them.
+    """
     element = mlir_element_type(array.dtype)
     prefix = "".join(f"{d}x" for d in array.shape) + element + "="
+    abbreviate = 0 < max_elements < array.size
+
+    def parts(values: np.ndarray, render) -> list[str]:
+        count = len(values)
+        if abbreviate and count > 2 * EDGE_ITEMS:
+            head = [render(values[i]) for i in range(EDGE_ITEMS)]
+            tail = [render(values[i]) for i in range(count - EDGE_ITEMS, count)]
+            return [*head, "...", *tail]
+        return [render(v) for v in values]
 
     def items(values: np.ndarray) -> str:
         if values.ndim == 0:
             return _scalar(values[()])
         if values.ndim == 1:
-            return "[" + " ".join(_scalar(v) for v in values) + "]"
-        return "".join(items(v) for v in values)
+            return "[" + " ".join(parts(values, lambda v: _scalar(v))) + "]"
+        if values.ndim == 2:
+            return "".join(parts(values, items))
+        return "".join(parts(values, lambda v: "[" + items(v) + "]"))
 
     return prefix + items(array)
 
@@ -206,10 +257,21 @@ def make_parser() -> argparse.ArgumentParser:
         description="Compile a StableHLO function and run it (iree-run-module conventions).",
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=version_line("shlo-run"))
     parser.add_argument(
-        "input_file", metavar="FILE", help="StableHLO text, bytecode or portable artifact"
+        "input_file",
+        metavar="FILE",
+        nargs="?",
+        help="StableHLO text, bytecode or portable artifact (or --module=FILE)",
     )
-    parser.add_argument("--entry", default="main", help="function to run (default: main)")
+    parser.add_argument("--module", help="the program, as iree-run-module's --module")
+    parser.add_argument(
+        "--entry",
+        "--function",
+        dest="entry",
+        default="main",
+        help="function to run (default: main; --function as in iree-run-module)",
+    )
     parser.add_argument(
         "--target",
         default="cpu",
@@ -218,7 +280,18 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--arch", help="the GPU for --target cuda, e.g. sm_90")
     parser.add_argument(
-        "--input", action="append", default=[], help="SHAPExTYPE=values or @file.npy"
+        "--input",
+        action="append",
+        default=[],
+        help="SHAPExTYPE=values, @file.npy, or @file.npz for several inputs in its order",
+    )
+    parser.add_argument(
+        "--print-max-elements",
+        type=int,
+        default=DEFAULT_PRINT_MAX_ELEMENTS,
+        metavar="N",
+        help="abbreviate results of more than N elements with ... (default "
+        f"{DEFAULT_PRINT_MAX_ELEMENTS}; 0 prints every element)",
     )
     parser.add_argument("--output", action="append", default=[], help="@file.npy, once per result")
     parser.add_argument("--benchmark", type=int, default=0, metavar="N", help="time N more calls")
@@ -247,17 +320,24 @@ def execute(argv: Sequence[str]) -> int:
         args = make_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, or argparse's own usage errors
         return exit_.code if isinstance(exit_.code, int) else 2
-    path = Path(args.input_file)
+    if (args.input_file is None) == (args.module is None):
+        try:  # a usage error, as argparse's own: exit 2
+            make_parser().error("give the program once: as FILE or as --module=FILE")
+        except SystemExit as exit_:
+            return exit_.code if isinstance(exit_.code, int) else 2
+    path = Path(args.input_file or args.module)
     if path.is_dir():
         raise UsageError(f"cannot read {args.input_file}: is a directory")
     if not path.is_file():
         raise UsageError(f"cannot read {args.input_file}: no such file")
-    inputs = [parse_input(spec) for spec in args.input]
+    inputs = [array for spec in args.input for array in parse_inputs(spec)]
     if args.target != "interpreter":
-        executable = compile_program(
-            path, args.target, entry=args.entry, threads=args.threads, arch=args.arch
-        )
-        results = executable(*inputs)
+        # A dynamic program compiles on its first call.
+        with progress.show_on_terminal("shlo-run"):
+            executable = compile_program(
+                path, args.target, entry=args.entry, threads=args.threads, arch=args.arch
+            )
+            results = executable(*inputs)
         call = lambda: executable(*inputs)  # noqa: E731
     else:
         # The worker parses the file itself, with file:line:col diagnostics.
@@ -279,7 +359,8 @@ def execute(argv: Sequence[str]) -> int:
             except OSError as error:
                 raise UsageError(f"cannot write {target[1:]}: {error.strerror}") from None
         else:
-            print(f"result[{index}]: {format_result(np.asarray(result))}")
+            text = format_result(np.asarray(result), args.print_max_elements)
+            print(f"result[{index}]: {text}")
     if args.benchmark > 0:
         times = []
         for _ in range(args.benchmark):

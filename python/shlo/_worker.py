@@ -20,6 +20,7 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
+from shlo import progress
 from shlo.backends import load_backend
 from shlo.diagnostics import ShloError
 from shlo.frontend import inspect_entry
@@ -122,7 +123,15 @@ def _run(request: dict[str, Any]) -> tuple[str, Any]:
 
 
 def _serve(request_id: Any, request: dict[str, Any], replies: BinaryIO) -> None:
-    status, payload = _run(request)
+    # Stages entered while this request runs go to the host as interim replies.
+    def report(name: str) -> None:
+        write_message(replies, (request_id, "progress", name, False))
+
+    progress.set_reporter(report)
+    try:
+        status, payload = _run(request)
+    finally:
+        progress.set_reporter(None)
     # Sent before this thread exits: with a damaged heap, the exit itself may
     # abort (glibc frees the thread's cache), and the reply must not be lost.
     try:

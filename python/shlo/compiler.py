@@ -268,8 +268,10 @@ def compile(
 ) -> Executable:
     """Compile ``entry`` of a StableHLO program for ``target`` ("cpu", "cuda", ...).
 
-    ``source`` is StableHLO text, MLIR bytecode, a portable artifact, a path or
-    a parsed module. With ``isolate`` (the default) parsing, passes and code
+    ``source`` is StableHLO text, MLIR bytecode, a portable artifact, a path,
+    a parsed module, or a ``jax.export.Exported`` (or its ``serialize()``
+    bytes): that gives a ``shlo.jax.ExportedFunction``, called like the
+    exported function with pytrees. With ``isolate`` (the default) parsing, passes and code
     generation run in a child process, so input that crashes them raises
     ShloError instead of killing the caller. Limits (see docs/security.md):
     ``timeout`` seconds per compilation (default SHLO_COMPILE_TIMEOUT or 600),
@@ -283,11 +285,22 @@ def compile(
     """
     backend = backend_path(target)  # an unknown target fails here, listing the known ones
     options = load_backend(backend).options(pipeline, threads, arch)
+    from shlo import jax as shlo_jax
+
+    exported = source if shlo_jax.is_exported(source) else shlo_jax.deserialize_exported(source)
+    if exported is not None:
+        # Called like the exported function: pytrees in and out, kept leaves,
+        # platform index (shlo.jax.ExportedFunction).
+        keywords = {"isolate": isolate, "pipeline": pipeline, "threads": threads, "arch": arch}
+        limits = {"timeout": timeout, "max_bytes": max_bytes, "cache_size": cache_size}
+        return shlo_jax.ExportedFunction(exported, target, **keywords, **limits)  # type: ignore[return-value]
     filename = "<string>"  # as the parser names text and bytecode
     if names_a_file(source):
         source = filename = existing_path(source)  # type: ignore[arg-type]
     elif isinstance(source, str):
         source = source.encode()  # text, never a file name, from here on
+    elif isinstance(source, bytearray):
+        source = bytes(source)
     elif isinstance(source, ir.Module):
         # Already parsed by the caller: the worker reads it back from bytecode.
         source = module_to_bytecode(source)
@@ -314,4 +327,44 @@ def compile(
         timeout=timeout,
         max_bytes=max_bytes,
         cache_size=cache_size,
+    )
+
+
+def emit(
+    source: str | bytes | os.PathLike[str],
+    target: str = "cpu",
+    kind: str | None = None,
+    entry: str = "main",
+    *,
+    arch: str | None = None,
+    arg_types: Sequence[str] | None = None,
+    timeout: float | None = None,
+) -> bytes:
+    """The code ``target`` generates for ``entry``, as ``kind`` (the target's first by default).
+
+    What ``shlo-compile`` writes: e.g. "object" for the CPU, "ptx" or
+    "cubin" for CUDA. ``arg_types`` (tensor types) make a dynamic entry
+    static. It runs in the worker and needs no device.
+    """
+    path = backend_path(target)
+    backend = load_backend(path)
+    kind = kind or backend.emit_kinds[0]
+    if kind not in backend.emit_kinds:
+        raise ValueError(f"--emit={kind}: target {target} emits {', '.join(backend.emit_kinds)}")
+    filename = "<string>"
+    if names_a_file(source):
+        source = filename = existing_path(source)  # type: ignore[arg-type]
+    elif isinstance(source, str):
+        source = source.encode()
+    return shared_worker().call(
+        "emit",
+        timeout=timeout,
+        backend=path,
+        kind=kind,
+        source=source,
+        entry=entry,
+        arg_types=list(arg_types) if arg_types is not None else None,
+        options=backend.options(None, None, arch),
+        filename=filename,
+        max_bytes=default_max_bytes(),
     )

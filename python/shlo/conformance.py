@@ -1,4 +1,4 @@
-"""Run StableHLO's executable conformance tests through the CPU backend.
+"""Run StableHLO's executable conformance tests through a backend (the CPU by default).
 
 Each test function's checks (``check.*`` ops, or ``stablehlo.custom_call
 @check.*`` in the JAX-generated testdata) are removed. By default
@@ -43,6 +43,7 @@ from shlo.backends.cpu.lowering import lower_to_llvm
 from shlo.backends.cpu.runtime import LoadedFunction
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
+from shlo.io import module_to_bytecode
 from shlo.ir_utils import defining_op, string_value
 from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
@@ -572,11 +573,14 @@ def _function(module: ir.Module, name: str) -> ir.Operation:
     raise KeyError(name)
 
 
-def run_function(text: str, name: str, filename: str, inputs: str = "arguments") -> tuple[str, str]:
+def run_function(
+    text: str, name: str, filename: str, inputs: str = "arguments", target: str = "cpu"
+) -> tuple[str, str]:
     """(status, message) of one test function of one chunk.
 
     ``inputs`` is "arguments" (inputs passed at run time, expected values
     decoded on the host) or "constants" (both compiled into the program).
+    ``target`` is one of ``TARGETS``.
     """
     context = new_context()
     module = ir.Module.parse(text, context)
@@ -589,10 +593,17 @@ def run_function(text: str, name: str, filename: str, inputs: str = "arguments")
     try:
         if "interpreter.run_parallel" in text:
             run_pipeline(module, ["inline", "shlo-unroll-replicas"], filename)
-        lowered = lower_to_llvm(module, name, None, filename=filename)
+        if target == "cuda-ptx":
+            return compile_for_cuda(module, name, filename)
+        if target == "cuda":
+            loaded = _load_for_cuda(module, name, filename)
+        else:
+            lowered = lower_to_llvm(module, name, None, filename=filename)
+            loaded = LoadedFunction(
+                lowered.llvm_bytecode, lowered.input_types, lowered.result_types
+            )
     except ShloError as error:
         return "error", str(error).splitlines()[0] if str(error) else error.summary
-    loaded = LoadedFunction(lowered.llvm_bytecode, lowered.input_types, lowered.result_types)
     outputs = loaded([np.ascontiguousarray(a) for a in arguments])
     problems = []
     for check in checks:
@@ -607,11 +618,43 @@ def run_function(text: str, name: str, filename: str, inputs: str = "arguments")
     return "pass", ""
 
 
+# cpu: compile and run on the CPU; cuda-ptx: compile to PTX and have ptxas
+# accept it for every architecture of CUDA_PTX_ARCHS (no GPU needed); cuda:
+# compile and run on the GPU.
+TARGETS = ("cpu", "cuda-ptx", "cuda")
+CUDA_PTX_ARCHS = ("sm_80", "sm_90")
+
+
+def compile_for_cuda(module: ir.Module, name: str, filename: str) -> tuple[str, str]:
+    """("pass", "") when ``name`` compiles to PTX that ptxas accepts for every CUDA_PTX_ARCHS."""
+    from shlo.backends.cuda import CudaBackend, CudaOptions
+
+    backend = CudaBackend()
+    source = module_to_bytecode(module)
+    for arch in CUDA_PTX_ARCHS:
+        lowered = backend.lower(source, name, None, CudaOptions(arch), filename, 16 << 30)
+        if lowered.kernels and lowered.cubin is None:
+            return "error", "ptxas is missing (install the cuda extra)"
+    return "pass", ""
+
+
+def _load_for_cuda(module: ir.Module, name: str, filename: str) -> Any:
+    from shlo.backends.cuda import CudaBackend, CudaOptions
+
+    backend = CudaBackend()
+    lowered = backend.lower(
+        module_to_bytecode(module), name, None, CudaOptions(CUDA_PTX_ARCHS[0]), filename, 16 << 30
+    )
+    return backend.load(lowered)
+
+
 def _relative_name(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def run_file(path: Path, root: Path, inputs: str = "arguments") -> list[CaseResult]:
+def run_file(
+    path: Path, root: Path, inputs: str = "arguments", target: str = "cpu"
+) -> list[CaseResult]:
     """Every test case of one file, run in this process."""
     relative = _relative_name(path, root)
     text = path.read_text()
@@ -636,19 +679,21 @@ def run_file(path: Path, root: Path, inputs: str = "arguments") -> list[CaseResu
             )
             start = time.perf_counter()
             try:
-                status, message = run_function(padded, name, str(path), inputs)
+                status, message = run_function(padded, name, str(path), inputs, target)
             except Exception as error:
                 status, message = "error", f"{type(error).__name__}: {error}".splitlines()[0]
             results.append(CaseResult(case, status, message, time.perf_counter() - start))
     return results
 
 
-def _child(path: Path, root: Path, inputs: str, connection: Connection, stderr_path: str) -> None:
+def _child(
+    path: Path, root: Path, inputs: str, target: str, connection: Connection, stderr_path: str
+) -> None:
     # C++ errors and aborts print to fd 2; keep them for the crash report.
     stderr = os.open(stderr_path, os.O_WRONLY)
     os.dup2(stderr, 2)
     try:
-        results = run_file(path, root, inputs)
+        results = run_file(path, root, inputs, target)
     except BaseException:
         traceback.print_exc()
         raise
@@ -662,7 +707,12 @@ def _last_lines(path: str, count: int = 3) -> str:
 
 
 def run_isolated(
-    paths: Sequence[Path], root: Path, jobs: int, timeout: float, inputs: str = "arguments"
+    paths: Sequence[Path],
+    root: Path,
+    jobs: int,
+    timeout: float,
+    inputs: str = "arguments",
+    target: str = "cpu",
 ) -> Iterator[list[CaseResult]]:
     """Run each file in a forked child, ``jobs`` at a time; yields each file's results."""
     context = multiprocessing.get_context("fork")
@@ -674,7 +724,9 @@ def run_isolated(
             receiver, sender = context.Pipe(duplex=False)
             handle, stderr_path = tempfile.mkstemp(prefix="shlo-conformance-")
             os.close(handle)
-            process = context.Process(target=_child, args=(path, root, inputs, sender, stderr_path))
+            process = context.Process(
+                target=_child, args=(path, root, inputs, target, sender, stderr_path)
+            )
             process.start()
             sender.close()
             running[receiver] = (path, process, time.monotonic(), stderr_path)
@@ -788,7 +840,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="pass the test inputs as run-time arguments and decode the expected values "
         "on the host (default), or compile both into the program as the files do",
     )
-    parser.add_argument("--report", type=Path, help="write summary.md and failures.jsonl here")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="cpu",
+        help="cpu: compile and run (default); cuda-ptx: compile to PTX and cubins for "
+        f"{', '.join(CUDA_PTX_ARCHS)}, no GPU needed; cuda: compile and run on the GPU",
+    )
+    parser.add_argument(
+        "--report", type=Path, help="write summary.md, failures.jsonl and results.json here"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case")
     args = parser.parse_args(argv)
 
@@ -804,7 +865,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     tty = sys.stderr.isatty()
     for done, file_results in enumerate(
-        run_isolated(files, root, args.jobs, args.timeout, args.inputs), 1
+        run_isolated(files, root, args.jobs, args.timeout, args.inputs, args.target), 1
     ):
         for result in file_results:
             if result.status not in ("pass", "unsupported") and result.case in expected:
@@ -831,6 +892,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rate = 100.0 * passed / max(len(executed), 1)
     summary = [
         f"files: {len(files)}, cases: {len(results)}, inputs: {args.inputs}, "
+        f"target: {args.target}, "
         f"time: {time.monotonic() - started:.0f} s",
         f"passed: {passed} of {len(executed)} executable cases ({rate:.2f}%); "
         + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()) if k != "pass"),
@@ -848,6 +910,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for result in results:
                 if result.status not in ("pass",):
                     out.write(json.dumps(asdict(result)) + "\n")
+        # Every case's status, for docs/coverage.md (tools/gen_coverage.py).
+        statuses = {r.case: r.status for r in sorted(results, key=lambda r: r.case)}
+        (args.report / "results.json").write_text(json.dumps(statuses, indent=0) + "\n")
     return 1 if failures or unexpected_passes else 0
 
 

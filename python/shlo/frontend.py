@@ -16,6 +16,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shlo import progress
 from shlo._mlir_compat import ir, quant
 from shlo.diagnostics import Diagnostic, ShloError, collect_diagnostics
 from shlo.io import load_module, module_to_bytecode
@@ -224,10 +225,12 @@ def prepare_static(
     through shlo-remove-dynamism; None keeps the declared static types. Every
     value larger than ``max_bytes`` is an error.
     """
+    progress.stage("frontend")
     module = load_module(source, filename=filename)
     function_types(module, entry, filename)  # a clear error before any pass runs
     keep_only_entry_public(module, entry, filename)
     run_pipeline(module, FRONTEND, filename)
+    progress.stage("shape refinement")
     # Static programs may still hold dynamic ops with constant shape operands.
     types = f"{{types={','.join(arg_types)}}}" if arg_types is not None else ""
     run_pipeline(module, [f"shlo-remove-dynamism{types}"], filename)

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
+from shlo import progress
 from shlo.diagnostics import ShloError
 
 _HEADER = struct.Struct("<Q")
@@ -187,9 +188,15 @@ class Worker:
         request_id = next(self._ids)
         try:
             write_message(process.stdin, {"id": request_id, "task": task, **request})
-            reply_id, status, payload, retire = _read_reply(
-                process.stdout.fileno(), time.monotonic() + limit
-            )
+            deadline = time.monotonic() + limit
+            while True:
+                reply_id, status, payload, retire = _read_reply(process.stdout.fileno(), deadline)
+                if status != "progress":
+                    break
+                # An interim reply: the stage a compilation entered (shlo.progress).
+                show = progress.listener()
+                if show is not None and reply_id == request_id:
+                    show(payload)
             if reply_id != request_id:
                 raise ShloError(
                     f"worker protocol error: reply {reply_id!r} to request {request_id}"

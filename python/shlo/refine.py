@@ -20,17 +20,23 @@ ArgType = str | np.ndarray | tuple[Sequence[int], Any]
 
 
 def tensor_type_string(arg: ArgType) -> str:
-    """``tensor<...>`` for an MLIR type string, a numpy array or a ``(shape, dtype)`` pair."""
+    """``tensor<...>`` for an MLIR type string, an array, a ``(shape, dtype)`` pair,
+    or anything with a static ``shape`` and a ``dtype`` (``jax.ShapeDtypeStruct``).
+    """
     if isinstance(arg, str):
         return arg
     if isinstance(arg, np.ndarray):
         shape, dtype = arg.shape, arg.dtype
+    elif hasattr(arg, "shape") and hasattr(arg, "dtype"):
+        shape, dtype = tuple(arg.shape), arg.dtype
+        if not all(isinstance(size, int | np.integer) for size in shape):
+            raise TypeError(f"refine needs static shapes; {arg!r} has a symbolic dimension")
     elif isinstance(arg, tuple) and len(arg) == 2:
         shape, dtype = tuple(arg[0]), arg[1]
     else:
         raise TypeError(
-            "argument types are MLIR type strings, numpy arrays or (shape, dtype) pairs, "
-            f"got {arg!r}"
+            "argument types are MLIR type strings, arrays, ShapeDtypeStructs or "
+            f"(shape, dtype) pairs, got {arg!r}"
         )
     return tensor_type_text(shape, mlir_element_type(dtype))
 

@@ -10,6 +10,7 @@ command (see docs/cpu.md):
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +24,11 @@ from shlo._mlir_compat import ir, new_context
 REPO = Path(__file__).parents[2]
 EXPECTED_FAILURES = REPO / "test" / "conformance" / "expected_failures.txt"
 SAMPLE_FILES = 320
+# The CUDA PTX sample is a different slice of the files (an odd count), since
+# the full run takes about 7 minutes on two cores.
+CUDA_PTX_FAILURES = REPO / "test" / "conformance" / "expected_failures_cuda_ptx.txt"
+CUDA_PTX_SAMPLE_FILES = 251
+RECORDED = REPO / "test" / "conformance" / "results"
 
 
 def conformance_dir() -> Path | None:
@@ -36,14 +42,16 @@ def conformance_dir() -> Path | None:
     return None
 
 
-def test_expected_failures_have_reasons() -> None:
-    for line in EXPECTED_FAILURES.read_text().splitlines():
+@pytest.mark.parametrize("failures", [EXPECTED_FAILURES, CUDA_PTX_FAILURES])
+def test_expected_failures_have_reasons(failures: Path) -> None:
+    for line in failures.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             case, _, reason = line.partition(" ")
             assert reason.strip(), f"{case} is listed without a reason"
 
 
-def test_conformance_sample(tmp_path: Path) -> None:
+def run_sample(tmp_path: Path, target: str, files: int, failures: Path) -> dict[str, str]:
+    """Statuses of a sample run's cases; the run must match its expected failures."""
     root = conformance_dir()
     if root is None:
         pytest.skip("StableHLO conformance data not found; set SHLO_CONFORMANCE_DIR")
@@ -53,8 +61,9 @@ def test_conformance_sample(tmp_path: Path) -> None:
             "-m",
             "shlo.conformance",
             str(root),
-            f"--sample={SAMPLE_FILES}",
-            f"--expected-failures={EXPECTED_FAILURES}",
+            f"--target={target}",
+            f"--sample={files}",
+            f"--expected-failures={failures}",
             f"--report={tmp_path}",
         ],
         capture_output=True,
@@ -63,7 +72,55 @@ def test_conformance_sample(tmp_path: Path) -> None:
     )
     print(result.stdout)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert f"files: {SAMPLE_FILES}," in result.stdout
+    assert f"files: {files}," in result.stdout
+    return json.loads((tmp_path / "results.json").read_text())
+
+
+def assert_as_recorded(statuses: dict[str, str], target: str) -> None:
+    """The sample's outcomes are those of the full run that docs/coverage.md shows."""
+    recorded = json.loads((RECORDED / f"{target}.json").read_text())
+    changed = {
+        case: f"{recorded.get(case, 'absent')} -> {status}"
+        for case, status in statuses.items()
+        if recorded.get(case) != status
+    }
+    assert not changed, (
+        f"{target} outcomes differ from test/conformance/results/{target}.json; rerun the "
+        f"full conformance and tools/gen_coverage.py: {dict(list(changed.items())[:10])}"
+    )
+
+
+def test_conformance_sample(tmp_path: Path) -> None:
+    statuses = run_sample(tmp_path, "cpu", SAMPLE_FILES, EXPECTED_FAILURES)
+    assert_as_recorded(statuses, "cpu")
+
+
+def test_conformance_sample_compiles_to_ptx(tmp_path: Path) -> None:
+    pytest.importorskip("llvmlite")
+    from shlo.backends.cuda.ptx import find_ptxas
+
+    if find_ptxas() is None:
+        pytest.skip("ptxas (the cuda extra) is missing")
+    statuses = run_sample(tmp_path, "cuda-ptx", CUDA_PTX_SAMPLE_FILES, CUDA_PTX_FAILURES)
+    assert_as_recorded(statuses, "cuda-ptx")
+
+
+def test_recorded_results_match_the_expected_failures() -> None:
+    """Every recorded failure is listed with a reason, and every listed case fails."""
+    for target, failures in (("cpu", EXPECTED_FAILURES), ("cuda-ptx", CUDA_PTX_FAILURES)):
+        recorded = json.loads((RECORDED / f"{target}.json").read_text())
+        expected = conformance.load_expected_failures(failures)
+        failing = {c for c, s in recorded.items() if s not in ("pass", "unsupported")}
+        assert failing == set(expected), (target, failing ^ set(expected))
+
+
+def test_coverage_md_is_current() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "gen_coverage.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
 
 
 # --- the run-time inputs mode -------------------------------------------------------------

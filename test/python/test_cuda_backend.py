@@ -67,9 +67,11 @@ def test_launches_match_the_ptx_entries(fake_driver: cuda_driver.FakeDriver, arc
         # The fake refuses a launch whose packing differs from the entry; check the count too.
         assert len(launch.params) == len(entries[launch.kernel].params)
         assert math.prod(launch.block) <= 1024
-    # The elementwise kernel covers every element of the 6x300 result.
+    # The elementwise kernel covers every element of the 6x300 result, with
+    # thread x along the contiguous dimension of 300 (shlo-innermost-parallel-dim-first).
     covered = max(math.prod(launch.grid) * math.prod(launch.block) for launch in launches)
     assert covered >= 6 * 300
+    assert (launches[0].grid, launches[0].block) == ((2, 6, 1), (256, 1, 1))
     # Arguments, results and temporaries all live in (fake) device memory.
     pointers = {p for launch in launches for p in launch.params if isinstance(p, int)}
     allocated = {pointer for pointer, _ in fake_driver.allocated}
@@ -166,3 +168,56 @@ def test_shlo_compile_refines_a_dynamic_program(tmp_path: Path) -> None:
     assert ".target sm_90" in result.stdout  # the default arch
     # tanh came from libdevice, linked in: nothing is left for the driver to resolve.
     assert ".extern" not in result.stdout
+
+
+# --- on a GPU (skipped without one) -------------------------------------------------------
+
+needs_gpu = pytest.mark.skipif(not has_gpu(), reason="no CUDA driver (libcuda) on this machine")
+
+WHILE_SUM = """
+func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c5 = stablehlo.constant dense<5> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %acc = %x) : tensor<i32>, tensor<64xf32>
+    cond {
+      %lt = stablehlo.compare LT, %i, %c5 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %next = stablehlo.add %i, %c1 : tensor<i32>
+      %sum = stablehlo.add %acc, %x : tensor<64xf32>
+      stablehlo.return %next, %sum : tensor<i32>, tensor<64xf32>
+    }
+  return %r#1 : tensor<64xf32>
+}
+"""
+
+MATMUL = """
+func.func @main(%a: tensor<64x48xf32>, %b: tensor<48x80xf32>) -> tensor<64x80xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+      : (tensor<64x48xf32>, tensor<48x80xf32>) -> tensor<64x80xf32>
+  return %0 : tensor<64x80xf32>
+}
+"""
+
+
+@needs_gpu
+def test_gpu_runs_fused_elementwise_and_a_reduction() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 300)).astype(np.float32)
+    b = rng.standard_normal(300).astype(np.float32)
+    got_exp, got_sum = shlo.compile(SOFTMAX_ROWS, target="cuda")(x, b)
+    want = np.exp(x + b)
+    np.testing.assert_allclose(got_exp, want, rtol=1e-5)
+    np.testing.assert_allclose(got_sum, want.sum(axis=1), rtol=1e-4)
+
+
+@needs_gpu
+def test_gpu_runs_a_while_loop_and_a_matmul() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(64).astype(np.float32)
+    np.testing.assert_allclose(shlo.compile(WHILE_SUM, target="cuda")(x), 6 * x, rtol=1e-5)
+    a = rng.standard_normal((64, 48)).astype(np.float32)
+    b = rng.standard_normal((48, 80)).astype(np.float32)
+    got = shlo.compile(MATMUL, target="cuda")(a, b)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)

@@ -167,6 +167,24 @@ func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
 }
 """
 
+# Complex constants (the bindings cannot cast their attributes) and the bit
+# counts that libdevice lacks (ctpop, ctlz: NVPTX instructions).
+COMPLEX_CONSTANT = """
+func.func @main(%a: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>> {
+  %c = stablehlo.constant dense<[(1.5, 2.5), (3.5, 4.5)]> : tensor<2xcomplex<f32>>
+  %0 = stablehlo.multiply %a, %c : tensor<2xcomplex<f32>>
+  return %0 : tensor<2xcomplex<f32>>
+}
+"""
+
+BIT_COUNTS = """
+func.func @main(%a: tensor<8xi64>, %b: tensor<8xi8>) -> (tensor<8xi64>, tensor<8xi8>) {
+  %0 = stablehlo.popcnt %a : tensor<8xi64>
+  %1 = stablehlo.count_leading_zeros %b : tensor<8xi8>
+  return %0, %1 : tensor<8xi64>, tensor<8xi8>
+}
+"""
+
 F8_CONVERT = """
 func.func @main(%a: tensor<16xf8E4M3FN>) -> tensor<16xf32> {
   %0 = stablehlo.convert %a : (tensor<16xf8E4M3FN>) -> tensor<16xf32>
@@ -183,6 +201,8 @@ PROGRAMS = {
     "small_floats": SMALL_FLOATS,
     "complex": COMPLEX,
     "constants": CONSTANTS,
+    "complex_constant": COMPLEX_CONSTANT,
+    "bit_counts": BIT_COUNTS,
 }
 
 

@@ -7,7 +7,7 @@ import types
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import shlo
+import shlo.jax
 import zoo_harness
 
 
@@ -31,11 +31,12 @@ def test_integers_bfloat16_and_nans_are_checked() -> None:
 
 
 def test_a_wrong_executable_fails_and_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
-    def off_by_a_little(source):
-        executable = shlo.compile(source)
-        return lambda *args: executable(*args) * np.float32(1.001)
+    def off_by_a_little(fn, **options):
+        jitted = shlo.jax.jit(fn, **options)
+        return lambda *args: jitted(*args) * np.float32(1.001)
 
-    monkeypatch.setattr(zoo_harness, "shlo", types.SimpleNamespace(compile=off_by_a_little))
+    wrong_shlo = types.SimpleNamespace(jax=types.SimpleNamespace(jit=off_by_a_little))
+    monkeypatch.setattr(zoo_harness, "shlo", wrong_shlo)
     monkeypatch.setattr(zoo_harness, "RESULTS", {})
     params = {"w": np.ones((3, 2), np.float32)}
     with pytest.raises(AssertionError):

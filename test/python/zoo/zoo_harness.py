@@ -10,6 +10,8 @@ them as a table and writes them to ``$SHLO_ZOO_REPORT`` when it is set.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,8 +20,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import shlo
+import shlo.jax
 from jax import export
+from shlo.compiler import emit
+from shlo.dtypes import mlir_element_type
+from shlo.ir_utils import tensor_type_text
 
 # Timing stops after this many seconds or calls, whichever comes first:
 # shlo's CPU code is scalar loops and the machine is shared.
@@ -34,10 +39,26 @@ class Result:
     compile_s: float | None = None
     shlo_ms: float | None = None
     jax_ms: float | None = None
+    # The architectures whose cubin was made from the program ("" when not tried).
+    cuda: str = ""
     error: str = ""
 
 
 RESULTS: dict[str, Result] = {}
+
+# Every program the CPU compiles correctly must also compile for CUDA: to PTX
+# that ptxas accepts for each of these architectures (no GPU needed).
+# SHLO_ZOO_CUDA_ARCHS="" skips it (for example without the cuda extra).
+CUDA_ARCHS = [a for a in os.environ.get("SHLO_ZOO_CUDA_ARCHS", "sm_80,sm_90").split(",") if a]
+
+
+def cuda_toolchain_present() -> bool:
+    """llvmlite and ptxas, which the cuda extra installs."""
+    if importlib.util.find_spec("llvmlite") is None:
+        return False
+    from shlo.backends.cuda.ptx import find_ptxas
+
+    return find_ptxas() is not None
 
 
 def markdown_table(results: Sequence[Result]) -> str:
@@ -45,14 +66,14 @@ def markdown_table(results: Sequence[Result]) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
     lines = [
-        "| model | correct | compile s | shlo ms | jax ms |",
-        "|---|---|---:|---:|---:|",
+        "| model | correct | compile s | shlo ms | jax ms | cuda cubin |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for r in results:
         correct = "yes" if r.correct else f"NO: {r.error}" if r.error else "NO"
         lines.append(
             f"| {r.name} | {correct} | {number(r.compile_s, 1)} "
-            f"| {number(r.shlo_ms, 2)} | {number(r.jax_ms, 3)} |"
+            f"| {number(r.shlo_ms, 2)} | {number(r.jax_ms, 3)} | {r.cuda or '-'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -106,45 +127,49 @@ def check(
     polymorphic_shapes: Sequence[str | None] | None = None,
     more_args: Sequence[Sequence[Any]] = (),
 ) -> None:
-    """Export ``fn(*args)``, compile it with shlo and compare every output with jax.
+    """Run ``fn`` through ``shlo.jax.jit`` and compare every output with ``jax.jit``.
 
-    With ``polymorphic_shapes`` the export is shape-polymorphic and each of
-    ``more_args`` (other shapes) is checked too. Fails on any difference.
+    As a jax user would: the arguments are pytrees, ``shlo.jax.jit`` exports
+    and compiles. With ``polymorphic_shapes`` the export is shape-polymorphic
+    and each of ``more_args`` (other shapes) is checked too. Fails on any
+    difference.
     """
     result = Result(name, correct=False)
     RESULTS[name] = result
     try:
-        exported = export.export(jax.jit(fn), platforms=["cpu"])(
-            *symbolic_specs(args, polymorphic_shapes)
-        )
+        shlo_jitted = shlo.jax.jit(fn, polymorphic_shapes=polymorphic_shapes)
         jitted = jax.jit(fn)
         start = time.perf_counter()
-        executable = shlo.compile(exported.mlir_module_serialized)
         for case_args in [args, *more_args]:
-            inputs = kept_leaves(exported, case_args)
-            got = executable(*inputs)
-            # A polymorphic export is compiled for its first shapes on the first call.
+            got = shlo_jitted(*case_args)
+            # Exported and compiled on the first call (for its first shapes).
             result.compile_s = result.compile_s or time.perf_counter() - start
-            got_leaves = list(got) if isinstance(got, tuple) else [got]
-            want_leaves = [np.asarray(w) for w in jax.tree_util.tree_leaves(jitted(*case_args))]
-            assert len(got_leaves) == len(want_leaves), (
-                f"{len(got_leaves)} outputs, expected {len(want_leaves)}"
+            want = jitted(*case_args)
+            assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want), (
+                f"output structure {jax.tree_util.tree_structure(got)}, "
+                f"expected {jax.tree_util.tree_structure(want)}"
             )
+            got_leaves = [np.asarray(g) for g in jax.tree_util.tree_leaves(got)]
+            want_leaves = [np.asarray(w) for w in jax.tree_util.tree_leaves(want)]
             for index, (g, w) in enumerate(zip(got_leaves, want_leaves)):
                 assert_leaf_close(g, w, rtol, f"{name} output {index}")
         result.correct = True
-        inputs = kept_leaves(exported, args)
-        result.shlo_ms = ms_per_call(lambda: executable(*inputs))
+        result.shlo_ms = ms_per_call(lambda: shlo_jitted(*args))
         result.jax_ms = ms_per_call(lambda: jax.block_until_ready(jitted(*args)))
+        exported = shlo_jitted.export(*args)
+        compile_for_cuda(exported.mlir_module_serialized, kept_leaves(exported, args), result)
     except Exception as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         result.error = f"{type(error).__name__}: {first_line}"[:120].replace("|", "/")
         raise
 
 
-def symbolic_specs(args: Sequence[Any], polymorphic_shapes: Sequence[str | None] | None) -> list:
-    """The arguments, or ShapeDtypeStructs with symbolic shapes (one scope for all)."""
-    if polymorphic_shapes is None:
-        return list(args)
-    specs = export.symbolic_args_specs(args, polymorphic_shapes)
-    return list(specs)
+def compile_for_cuda(module: bytes, inputs: Sequence[np.ndarray], result: Result) -> None:
+    """Compile ``module`` for CUDA, specialized to ``inputs``: a cubin per CUDA_ARCHS."""
+    if not CUDA_ARCHS or not cuda_toolchain_present():
+        return
+    arg_types = [tensor_type_text(a.shape, mlir_element_type(a.dtype)) for a in inputs]
+    for arch in CUDA_ARCHS:
+        cubin = emit(module, "cuda", "cubin", arch=arch, arg_types=arg_types)
+        assert cubin.startswith(b"\x7fELF"), f"{arch}: not a cubin"
+    result.cuda = "+".join(CUDA_ARCHS)

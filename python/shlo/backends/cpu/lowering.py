@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shlo import progress
 from shlo._mlir_compat import ir
 from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.backends.cpu.runtime import compile_object
@@ -51,9 +52,11 @@ def lower_to_llvm(
     # The code generation passes are ours and upstream's, not the user's
     # input: the module is verified once per run, not after every pass.
     through_bufferization = pipeline.elements(through="bufferize")
+    progress.stage("linalg, tiling and vectorization")
     run_pipeline(module, through_bufferization, filename, verify_each=False)
     check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
     rest = pipeline.elements()[len(through_bufferization) :]
+    progress.stage("loops to LLVM")
     run_pipeline(module, rest, filename, verify_each=False)
     return Lowered(
         module_to_bytecode(module),
@@ -72,6 +75,7 @@ def lower_to_object(
 ) -> Lowered:
     """``lower_to_llvm``, plus the object code LLVM generates from it."""
     lowered = lower_to_llvm(source, entry, arg_types, pipeline, filename, max_bytes)
+    progress.stage("LLVM code generation")
     return Lowered(
         lowered.llvm_bytecode,
         lowered.input_types,

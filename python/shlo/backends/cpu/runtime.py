@@ -8,7 +8,7 @@ The entry function takes one argument (shlo-pack-entry-arguments): a pointer
 to the data pointers of its buffers, inputs first, then one out-parameter per
 result; shapes are static, so nothing else varies. It is called through the
 JIT's packed wrapper ``_mlir_main``, which takes an array of pointers to the
-arguments. A call costs one ctypes call plus one ``np.empty`` per result; the
+arguments. A call costs one ctypes call plus one allocation per result; the
 pointer arrays are kept per thread, so concurrent calls from several threads
 are safe.
 """
@@ -318,6 +318,19 @@ def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
     return library, address
 
 
+# Result arrays start on a cache line: DLPack consumers such as jax take
+# such memory without a copy, and the generated code stores whole vectors.
+RESULT_ALIGNMENT = 64
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    """An uninitialized array whose data starts on a RESULT_ALIGNMENT boundary."""
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(size + RESULT_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % RESULT_ALIGNMENT
+    return raw[start : start + size].view(dtype).reshape(shape)
+
+
 class LoadedFunction:
     """A compiled entry function with static input and result types."""
 
@@ -358,8 +371,8 @@ class LoadedFunction:
         # Evicted from a cache: unmap the code (nothing else refers to it).
         library = getattr(self, "_library", None)
         # At interpreter exit the process unmaps everything anyway, and
-        # module globals such as _ctypes may already be gone.
-        if library is not None and not sys.is_finalizing():
+        # module globals such as sys and _ctypes may already be None.
+        if library is not None and sys is not None and not sys.is_finalizing():
             self._function = None
             _ctypes.dlclose(library._handle)
 
@@ -376,7 +389,7 @@ class LoadedFunction:
 
     def __call__(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run on C-contiguous arrays of the input types; returns new result arrays."""
-        outputs = [np.empty(shape, dtype) for shape, dtype in self._result_specs]
+        outputs = [aligned_empty(shape, dtype) for shape, dtype in self._result_specs]
         data, packed = self._argument_buffers()
         for index, array in enumerate([*arrays, *outputs]):
             data[index] = array.__array_interface__["data"][0]

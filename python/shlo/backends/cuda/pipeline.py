@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shlo import progress
 from shlo._mlir_compat import arith, gpu, ir, linalg, tensor
 from shlo.backends.cuda.ptx import (
     error_at,
@@ -80,7 +81,9 @@ def kernel_stage(threads_per_block: int = THREADS_PER_BLOCK) -> list[str]:
         # TODO: a parallel reduction strategy (a block per row, shuffles).
         "func.func(convert-linalg-to-parallel-loops)",
         "canonicalize",
-        # Blocks of threads_per_block iterations of the first dimension; the
+        # Consecutive threads on consecutive addresses, and full blocks.
+        "shlo-innermost-parallel-dim-first",
+        # Blocks of threads_per_block iterations of the (now innermost) first dimension; the
         # inner loop keeps a constant size (and a bounds check inside), which
         # convert-parallel-loops-to-gpu needs for its block size.
         "func.func(scf-parallel-loop-tiling{"
@@ -109,6 +112,9 @@ def device_stage(arch: str) -> list[str]:
                 "lower-affine",
                 "convert-scf-to-cf",
                 "convert-gpu-to-nvvm",
+                # What libdevice does not cover and NVPTX has instructions
+                # for (ctpop, ctlz, cttz); after the libdevice calls above.
+                "convert-math-to-llvm",
                 "convert-nvvm-to-llvm",
                 "convert-complex-to-llvm",
                 "canonicalize",
@@ -294,12 +300,19 @@ def replace_by_binary(kernel_module: ir.Operation, ptx: str) -> None:
     kernel_module.erase()
 
 
-def _is_scalar_splat(attribute: ir.Attribute) -> bool:
-    """A splat whose element an arith.constant can hold (not a complex number)."""
+def _scalar_splat(op: ir.Operation) -> ir.Attribute | None:
+    """The element of a splat constant that an arith.constant can hold, else None.
+
+    Complex constants are never read here: the bindings cannot cast their
+    attribute (a TypeError), so they take the copy path.
+    """
+    element = op.results[0].type.element_type
+    if not isinstance(element, ir.IntegerType | ir.FloatType | ir.IndexType):
+        return None
+    attribute = op.attributes["value"]
     if not isinstance(attribute, ir.DenseElementsAttr) or not attribute.is_splat:
-        return False
-    element = attribute.type.element_type
-    return isinstance(element, ir.IntegerType | ir.FloatType | ir.IndexType)
+        return None
+    return attribute.get_splat_value()
 
 
 def copy_constants_to_buffers(module: ir.Module) -> None:
@@ -313,10 +326,10 @@ def copy_constants_to_buffers(module: ir.Module) -> None:
         value = op.results[0]
         if not isinstance(value.type, ir.RankedTensorType) or not list(value.uses):
             continue
-        attribute = op.attributes["value"]
+        splat = _scalar_splat(op)
         with op.location, ir.InsertionPoint.after(op):
-            if _is_scalar_splat(attribute):
-                scalar = arith.ConstantOp(value.type.element_type, attribute.get_splat_value())
+            if splat is not None:
+                scalar = arith.ConstantOp(value.type.element_type, splat)
                 empty = tensor.EmptyOp(value.type.shape, value.type.element_type)
                 replacement = linalg.fill(scalar.result, outs=[empty.result])
             else:
@@ -338,6 +351,7 @@ def lower_to_cuda(
     backend cannot compile raise ShloError naming the op and its location.
     """
     input_types, result_types = _main_types(module)
+    progress.stage("kernels")
     run_pipeline(module, list(TENSOR_STAGE), filename, verify_each=False)
     copy_constants_to_buffers(module)
     for stage in (BUFFERIZE_STAGE, kernel_stage()):
@@ -346,6 +360,7 @@ def lower_to_cuda(
     kernel_module = merge_kernel_modules(module)
     ptx, cubin, kernels = "", None, ()
     if kernel_module is not None:
+        progress.stage("PTX")
         run_pipeline(module, device_stage(arch), filename, verify_each=False)
         # The pass manager may have replaced the op: find it again by name.
         kernel_module = _top_level_ops(module, "gpu.module")[0]
@@ -353,6 +368,7 @@ def lower_to_cuda(
         ptx = llvm_ir_to_ptx(gpu_module_to_llvm_ir(kernel_module, filename), arch)
         cubin = ptx_to_cubin(ptx, arch) if find_ptxas() is not None else None
         replace_by_binary(kernel_module, ptx)
+    progress.stage("host code")
     run_pipeline(module, list(HOST_STAGE), filename, verify_each=False)
     return CudaLowered(
         module_to_bytecode(module),

@@ -1,0 +1,1 @@
+"""CUDA code generation: how loop nests map to blocks and threads."""

@@ -1,0 +1,236 @@
+"""JAX embedding: ``shlo.jax.jit``, and compiling ``jax.export.Exported`` objects.
+
+A jax export's ``@main`` is not the function the user wrote: its arguments
+are the flattened pytree leaves that the function uses
+(``module_kept_var_idx``), after a platform index for multi-platform
+exports, and its results are the flattened output leaves. ``ExportedFunction``
+hides that: it is called like the exported function, with pytrees of jax or
+numpy arrays, and returns the output pytree.
+
+jax is imported only by the functions here, never by ``import shlo``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from shlo.diagnostics import ShloError
+
+# A target and the jax platform whose lowering it compiles.
+_PLATFORM_OF_TARGET = {"cpu": "cpu", "cuda": "cuda"}
+_MLIR_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def is_exported(source: object) -> bool:
+    """Whether ``source`` is a ``jax.export.Exported`` (without importing jax)."""
+    return all(
+        hasattr(source, name)
+        for name in ("mlir_module_serialized", "in_tree", "out_tree", "module_kept_var_idx")
+    )
+
+
+def deserialize_exported(source: object) -> Any | None:
+    """The Exported that ``source`` serializes (``Exported.serialize()``), else None.
+
+    MLIR text never holds a NUL byte and MLIR bytecode starts with its magic,
+    so only other binary data is handed to jax's deserializer.
+    """
+    if not isinstance(source, bytes | bytearray) or bytes(source[:4]) == _MLIR_BYTECODE_MAGIC:
+        return None
+    if b"\0" not in bytes(source[:64]):
+        return None
+    try:
+        from jax import export
+    except ImportError:
+        return None
+    try:
+        return export.deserialize(bytearray(source))
+    except Exception:  # not a serialized Exported: the MLIR reader says what it is
+        return None
+
+
+def platform_for(exported: Any, target: str) -> str:
+    """The platform of ``exported`` that ``target`` runs; ShloError when it has none."""
+    platform = _PLATFORM_OF_TARGET.get(target, target)
+    if platform not in exported.platforms:
+        raise ShloError(
+            f"the export is lowered for {', '.join(exported.platforms)}; target {target!r} "
+            f"needs a lowering for {platform!r} (jax.export.export(..., platforms=[{platform!r}]))"
+        )
+    return platform
+
+
+class ExportedFunction:
+    """A compiled ``jax.export.Exported``, called like the function that was exported."""
+
+    def __init__(self, exported: Any, target: str = "cpu", **options: Any) -> None:
+        from shlo.compiler import compile as compile_program
+
+        if exported.ordered_effects:
+            # Token arguments and results, for host callbacks that no target here runs.
+            effects = ", ".join(str(e) for e in exported.ordered_effects)
+            raise ShloError(f"the export has ordered effects ({effects}), which shlo cannot run")
+        self.exported = exported
+        platform = platform_for(exported, target)
+        # A multi-platform export takes the platform's index as a first argument.
+        self._platform_index = (
+            np.int32(exported.platforms.index(platform)) if len(exported.platforms) > 1 else None
+        )
+        self.executable = compile_program(exported.mlir_module_serialized, target, **options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import jax
+
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        if tree != self.exported.in_tree:
+            raise TypeError(
+                f"arguments of structure {tree} do not match the export's {self.exported.in_tree}"
+            )
+        inputs = [np.asarray(leaves[i]) for i in self.exported.module_kept_var_idx]
+        if self._platform_index is not None:
+            inputs.insert(0, self._platform_index)
+        results = self.executable(*inputs)
+        outputs = list(results) if isinstance(results, tuple) else [results]
+        if self.exported.out_tree.num_leaves == 1 and len(outputs) != 1:
+            outputs = [results]
+        return jax.tree_util.tree_unflatten(self.exported.out_tree, outputs)
+
+
+class Jitted:
+    """``shlo.jax.jit(fn)``: export per input signature with jax, compile with shlo, call.
+
+    A signature is the arguments' pytree structure, each leaf's shape and
+    dtype (only the dtype and rank with ``polymorphic_shapes``) and the
+    values of the static arguments. Results are jax arrays, built from the
+    compiled code's numpy results without a copy where DLPack allows.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        target: str = "cpu",
+        polymorphic_shapes: Sequence[str | None] | None = None,
+        static_argnums: int | Sequence[int] = (),
+        **options: Any,
+    ) -> None:
+        self.fn = fn
+        self.target = target
+        self.polymorphic_shapes = polymorphic_shapes
+        self.static_argnums = (
+            (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        )
+        self._options = options
+        self._compiled: dict[Any, ExportedFunction] = {}
+        self._lock = threading.Lock()
+
+    def _split(self, args: tuple[Any, ...]) -> tuple[list[Any], tuple[Any, ...]]:
+        count = len(args)
+        static = {i % count if count else i for i in self.static_argnums}
+        dynamic = [a for i, a in enumerate(args) if i not in static]
+        statics = tuple((i, args[i]) for i in sorted(static) if i < count)
+        return dynamic, statics
+
+    def _signature(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        import jax
+
+        dynamic, statics = self._split(args)
+        leaves, tree = jax.tree_util.tree_flatten((dynamic, kwargs))
+        shapes = []
+        for leaf in leaves:
+            array = leaf if hasattr(leaf, "dtype") and hasattr(leaf, "shape") else np.asarray(leaf)
+            shape = tuple(array.shape)
+            shapes.append((len(shape) if self.polymorphic_shapes else shape, str(array.dtype)))
+        return tree, tuple(shapes), statics
+
+    def export(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``jax.export.Exported`` that calls with these arguments use."""
+        return self._function(args, kwargs).exported
+
+    def _function(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ExportedFunction:
+        key = self._signature(args, kwargs)
+        function = self._compiled.get(key)
+        if function is not None:
+            return function
+        with self._lock:
+            function = self._compiled.get(key)
+            if function is None:
+                function = ExportedFunction(
+                    self._export(args, kwargs), self.target, **self._options
+                )
+                self._compiled[key] = function
+        return function
+
+    def _export(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        import jax
+        from jax import export
+
+        dynamic, statics = self._split(args)
+        static_values = dict(statics)
+
+        # Static arguments are bound: the export's arguments are the dynamic ones.
+        def bound(*dynamic_args: Any, **kw: Any) -> Any:
+            it = iter(dynamic_args)
+            full = [static_values[i] if i in static_values else next(it) for i in range(len(args))]
+            return self.fn(*full, **kw)
+
+        specs: Any = dynamic
+        if self.polymorphic_shapes is not None:
+            shapes = [s for i, s in enumerate(self.polymorphic_shapes) if i not in static_values]
+            specs = export.symbolic_args_specs(dynamic, shapes)
+        platform = _PLATFORM_OF_TARGET.get(self.target, self.target)
+        return export.export(jax.jit(bound), platforms=[platform])(*specs, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import jax
+
+        dynamic, _ = self._split(args)
+        outputs = self._function(args, kwargs)(*dynamic, **kwargs)
+        return jax.tree_util.tree_map(_to_jax, outputs)
+
+
+def _to_jax(array: np.ndarray) -> Any:
+    """A jax array over ``array``'s memory where DLPack allows, else a copy."""
+    import jax.numpy as jnp
+
+    try:
+        return jnp.from_dlpack(array)
+    except Exception:  # alignment, read-only or dtype limits of zero-copy import
+        return jnp.asarray(array)
+
+
+def jit(
+    fn: Callable[..., Any] | None = None,
+    *,
+    target: str = "cpu",
+    polymorphic_shapes: Sequence[str | None] | None = None,
+    static_argnums: int | Sequence[int] = (),
+    **options: Any,
+) -> Any:
+    """Like ``jax.jit``, but the code is compiled by shlo for ``target``.
+
+    ``polymorphic_shapes`` (as ``jax.export.symbolic_args_specs`` takes
+    them) exports once per structure and dtypes, and shlo specializes the
+    code per shape. ``options`` go to ``shlo.compile`` (``threads``,
+    ``arch``, ``isolate``, ...). Usable as ``@shlo.jax.jit`` or
+    ``@shlo.jax.jit(target=...)``.
+    """
+    if fn is None:
+        return lambda f: Jitted(
+            f,
+            target=target,
+            polymorphic_shapes=polymorphic_shapes,
+            static_argnums=static_argnums,
+            **options,
+        )
+    return Jitted(
+        fn,
+        target=target,
+        polymorphic_shapes=polymorphic_shapes,
+        static_argnums=static_argnums,
+        **options,
+    )
