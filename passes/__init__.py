@@ -40,6 +40,7 @@ _PASS_CLASSES = {
     "shlo-lower-complex-bitcast": "decompose.lower_complex_bitcast:LowerComplexBitcastPass",
     "shlo-lower-complex-cbrt": "decompose.lower_complex_cbrt:LowerComplexCbrtPass",
     "shlo-lower-control-flow": "decompose.lower_control_flow:LowerControlFlowPass",
+    "shlo-lower-custom-calls": "decompose.lower_custom_calls:LowerCustomCallsPass",
     "shlo-lower-fft": "decompose.lower_fft:LowerFftPass",
     "shlo-lower-reduce-window-scan": "decompose.lower_reduce_window_scan:LowerReduceWindowScanPass",
     "shlo-lower-rng": "decompose.lower_rng:LowerRngPass",

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from shlo import progress
 from shlo.backends import load_backend
+from shlo.custom_calls import install as install_custom_calls
 from shlo.diagnostics import ShloError
 from shlo.frontend import inspect_entry
 from shlo.interpreter import interpret
@@ -37,13 +38,20 @@ def echo(value: Any, delay: float = 0.0) -> Any:
     return value
 
 
-def lower(backend: str, **request: Any) -> Any:
-    """The code the backend at ``backend`` ("module:attribute") makes for the request."""
+def lower(backend: str, custom_calls: dict[str, str] | None = None, **request: Any) -> Any:
+    """The code the backend at ``backend`` ("module:attribute") makes for the request.
+
+    ``custom_calls``: the host's user-registered custom-call handlers.
+    """
+    install_custom_calls(custom_calls or {})
     return load_backend(backend).lower(**request)
 
 
-def emit(backend: str, kind: str, **request: Any) -> bytes:
+def emit(
+    backend: str, kind: str, custom_calls: dict[str, str] | None = None, **request: Any
+) -> bytes:
     """The artifact of ``kind`` that the backend at ``backend`` makes for the request."""
+    install_custom_calls(custom_calls or {})
     target = load_backend(backend)
     return target.emit(kind, target.lower(**request))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from shlo import disk_cache
+from shlo import custom_calls, disk_cache
 from shlo._mlir_compat import ir
 from shlo.backends import Backend, CompiledFunction, backend_path, load_backend
 from shlo.diagnostics import ShloError
@@ -157,11 +157,14 @@ class Executable:
             key = None
             function = None
             if disk_cache.cache_dir() is not None:
+                handlers = [
+                    f"{t}={h}" for t, h in sorted(custom_calls.user_registrations().items())
+                ]
                 key = disk_cache.code_key(
                     self._module,
                     self.entry,
                     arg_types,
-                    [backend.name, *backend.cache_fields(self._options)],
+                    [backend.name, *backend.cache_fields(self._options), *handlers],
                     max_bytes,
                 )
                 function = disk_cache.load(
@@ -180,7 +183,11 @@ class Executable:
                 }
                 lowered = (
                     shared_worker().call(
-                        "lower", timeout=self._timeout, backend=self._backend_path, **request
+                        "lower",
+                        timeout=self._timeout,
+                        backend=self._backend_path,
+                        custom_calls=custom_calls.user_registrations(),
+                        **request,
                     )
                     if self._isolate
                     else backend.lower(**request)
@@ -358,6 +365,7 @@ def emit(
         source = source.encode()
     return shared_worker().call(
         "emit",
+        custom_calls=custom_calls.user_registrations(),
         timeout=timeout,
         backend=path,
         kind=kind,

@@ -12,6 +12,9 @@ from __future__ import annotations
 # Our lowerings for StableHLO ops that upstream stablehlo-legalize-to-linalg
 # leaves alone or lowers wrongly, in the order they run.
 DECOMPOSITIONS: tuple[str, ...] = (
+    # Registered custom calls (jax's LAPACK calls, users' own) become the ops
+    # below lower: stablehlo.cholesky, stablehlo.triangular_solve, ...
+    "shlo-lower-custom-calls",
     # First: collectives become slices, concatenates and maps that later passes may fix.
     "shlo-lower-collectives",
     "shlo-lower-scatter",

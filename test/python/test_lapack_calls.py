@@ -1,0 +1,144 @@
+"""jax's CPU LAPACK custom calls compile and match jax; the custom-call hook."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import pytest
+import shlo
+from jax import export
+from shlo import ShloError, custom_calls
+
+jax.config.update("jax_enable_x64", True)
+
+RNG = np.random.default_rng(0)
+
+
+def spd(batch: tuple[int, ...], n: int, dtype) -> np.ndarray:
+    a = RNG.standard_normal((*batch, n, n)).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * RNG.standard_normal((*batch, n, n)).astype(dtype)
+    return a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n, dtype=dtype)
+
+
+def check(fn, *args, rtol: float) -> None:
+    exported = export.export(jax.jit(fn), platforms=["cpu"])(*args)
+    assert "lapack_" in exported.mlir_module()  # the program really calls LAPACK
+    got = shlo.compile(exported)(*args)
+    want = jax.jit(fn)(*args)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=rtol)
+
+
+DTYPES = [(np.float32, 2e-4), (np.float64, 1e-10), (np.complex64, 2e-4), (np.complex128, 1e-10)]
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), DTYPES)
+@pytest.mark.parametrize("batch", [(), (3,)])
+def test_cholesky(dtype, rtol, batch) -> None:
+    check(jnp.linalg.cholesky, spd(batch, 5, dtype), rtol=rtol)
+    check(lambda a: jsl.cholesky(a, lower=False), spd(batch, 4, dtype), rtol=rtol)
+
+
+def test_cholesky_of_a_matrix_that_is_not_positive_definite() -> None:
+    """info != 0: jax masks the factor with NaNs, from shlo's info as from LAPACK's."""
+    a = np.array([[[1.0, 2.0], [2.0, 1.0]], [[2.0, 0.0], [0.0, 3.0]]], np.float32)
+    assert np.isnan(np.asarray(jnp.linalg.cholesky(a))[0]).any()
+    check(jnp.linalg.cholesky, a, rtol=1e-6)  # NaNs compare equal, in the same places
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), DTYPES)
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("trans", [0, 1, 2])
+def test_solve_triangular(dtype, rtol, lower, trans) -> None:
+    a = spd((2,), 4, dtype)
+    b = RNG.standard_normal((2, 4, 3)).astype(dtype)
+    check(lambda a, b: jsl.solve_triangular(a, b, lower=lower, trans=trans), a, b, rtol=rtol)
+
+
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+def test_solve_triangular_unit_diagonal_and_right_side(unit_diagonal) -> None:
+    a = spd((), 4, np.float64)
+    b = RNG.standard_normal((3, 4))
+    check(
+        lambda a, b: jsl.solve_triangular(a, b.T, lower=True, unit_diagonal=unit_diagonal),
+        a,
+        b,
+        rtol=1e-10,
+    )
+    check(
+        lambda a, b: jax.lax.linalg.triangular_solve(a, b, left_side=False, lower=True),
+        a,
+        b,
+        rtol=1e-10,
+    )
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), DTYPES)
+def test_cho_solve(dtype, rtol) -> None:
+    a = spd((), 5, dtype)
+    b = RNG.standard_normal((5, 2)).astype(dtype)
+    check(lambda a, b: jsl.cho_solve(jsl.cho_factor(a, lower=True), b), a, b, rtol=rtol * 10)
+
+
+def general(batch: tuple[int, ...], m: int, n: int, dtype) -> np.ndarray:
+    a = RNG.standard_normal((*batch, m, n)).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * RNG.standard_normal((*batch, m, n)).astype(dtype)
+    return a
+
+
+@pytest.mark.parametrize(("dtype", "rtol"), DTYPES)
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_solve_inv_slogdet(dtype, rtol, batch) -> None:
+    a = general(batch, 6, 6, dtype)
+    b = general(batch, 6, 2, dtype)
+    check(jnp.linalg.solve, a, b, rtol=rtol * 50)
+    check(jnp.linalg.inv, a, rtol=rtol * 50)
+    check(jnp.linalg.slogdet, a, rtol=rtol * 50)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (3, 5, 5)])
+def test_lu_factors_and_pivots_match_lapack(shape) -> None:
+    a = general(shape[:-2], *shape[-2:], np.float64)
+    check(jax.scipy.linalg.lu_factor if len(shape) == 2 else jax.lax.linalg.lu, a, rtol=1e-10)
+
+
+def test_lu_pivoting_ties_and_zero_columns() -> None:
+    """Equal magnitudes pick the first row, and a zero column is left unscaled (singular)."""
+    a = np.array([[1.0, 2.0, 0.0], [-1.0, 5.0, 0.0], [1.0, 1.0, 0.0]])
+    check(jax.lax.linalg.lu, a, rtol=1e-12)
+    check(jax.lax.linalg.lu, np.zeros((3, 3)), rtol=1e-12)
+
+
+def test_unknown_target_names_its_python_line() -> None:
+    a = np.eye(3, dtype=np.float32)
+    exported = export.export(jax.jit(jnp.linalg.eigvalsh), platforms=["cpu"])(a)
+    with pytest.raises(ShloError) as error:
+        shlo.compile(exported)
+    message = str(error.value)
+    assert "custom call @lapack_ssyevd_ffi is not supported on target cpu" in message
+    assert "test_lapack_calls.py:" in message  # jax recorded the source line
+
+
+def test_users_register_their_own_target() -> None:
+    program = """
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %0 = stablehlo.custom_call @my_relu(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }
+    """
+    with pytest.raises(ShloError, match="custom call @my_relu is not supported on target cpu"):
+        shlo.compile(program)
+    custom_calls.register_custom_call("my_relu", "custom_call_handlers:lower_relu")
+    try:
+        x = np.array([-1, 2, -3, 4], np.float32)
+        # In the worker too: the registration travels with the request.
+        np.testing.assert_array_equal(shlo.compile(program)(x), [0, 2, 0, 4])
+        np.testing.assert_array_equal(shlo.compile(program, isolate=False)(x), [0, 2, 0, 4])
+    finally:
+        custom_calls.install({})
+    with pytest.raises(ValueError, match="module:function"):
+        custom_calls.register_custom_call("x", "no_colon")
