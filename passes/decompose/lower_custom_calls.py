@@ -326,6 +326,242 @@ def lower_getrf(op: ir.Operation) -> None:
     lower_with(op, [loop.results[1], loop.results[2], info])
 
 
+def _part(kind: str, value: ir.Value) -> ir.Value:
+    """The real or imaginary part of a complex tensor."""
+    value_type = ir.RankedTensorType(value.type)
+    part_type = _tensor(list(value_type.shape), value_type.element_type.element_type)
+    return create_value(f"stablehlo.{kind}", [value], part_type)
+
+
+def _as_element(value: ir.Value, element: ir.Type) -> ir.Value:
+    """A real tensor as a tensor of ``element`` (a complex one gets a zero imaginary part)."""
+    if not isinstance(element, ir.ComplexType):
+        return value
+    zero = _broadcast(
+        _zero(ir.RankedTensorType(value.type).element_type, value.owner.location),
+        list(ir.RankedTensorType(value.type).shape),
+        [],
+    )
+    shape = list(ir.RankedTensorType(value.type).shape)
+    return create_value("stablehlo.complex", [value, zero], _tensor(shape, element))
+
+
+def _conj(value: ir.Value) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    if not isinstance(element, ir.ComplexType):
+        return value
+    imaginary = create_value("stablehlo.negate", [_part("imag", value)], _part("imag", value).type)
+    return create_value("stablehlo.complex", [_part("real", value), imaginary], value.type)
+
+
+def _mul(a: ir.Value, b: ir.Value) -> ir.Value:
+    return create_value("stablehlo.multiply", [a, b], a.type)
+
+
+def _geqrf_step(
+    matrix: ir.Value, taus: ir.Value, j: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """Column j of Householder QR (LAPACK's geqr2 with larfg's reflector), every batch."""
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    nb = len(batch)
+    batch_dims = list(range(nb))
+    element = matrix_type.element_type
+    is_complex = isinstance(element, ir.ComplexType)
+    real = element.element_type if is_complex else element
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    jj = _broadcast(j, shape, [])
+    zero = _broadcast(_zero(element, location), shape, [])
+    real_zero = _broadcast(_zero(real, location), shape, [])
+    in_column, at_row = _compare("EQ", columns, jj), _compare("EQ", rows, jj)
+    below = _compare("GT", rows, jj)
+    column = _sum(_select(in_column, matrix, zero), [rank - 1], location)  # [..., m]
+    column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
+    alpha = _sum(
+        _select(create_value("stablehlo.and", [in_column, at_row], _i1(shape)), matrix, zero),
+        [rank - 2, rank - 1],
+        location,
+    )
+    magnitude = create_value("stablehlo.abs", [column_b], _tensor(shape, real))
+    squares = _select(
+        create_value("stablehlo.and", [in_column, below], _i1(shape)),
+        _mul(magnitude, magnitude),
+        real_zero,
+    )
+    below_norm2 = _sum(squares, [rank - 2, rank - 1], location)  # [...]
+    alpha_abs = create_value("stablehlo.abs", [alpha], _tensor(batch, real))
+    norm = create_value(
+        "stablehlo.sqrt",
+        [
+            create_value(
+                "stablehlo.add", [_mul(alpha_abs, alpha_abs), below_norm2], below_norm2.type
+            )
+        ],
+        below_norm2.type,
+    )
+    alpha_real = _part("real", alpha) if is_complex else alpha
+    batch_zero = _broadcast(_zero(real, location), batch, [])
+    negative_norm = create_value("stablehlo.negate", [norm], norm.type)
+    beta = _select(_compare("GE", alpha_real, batch_zero), negative_norm, norm)
+    trivial = _compare("EQ", below_norm2, batch_zero)
+    if is_complex:
+        trivial = create_value(
+            "stablehlo.and", [trivial, _compare("EQ", _part("imag", alpha), batch_zero)], _i1(batch)
+        )
+    beta_e = _as_element(beta, element)
+    tau = create_value(
+        "stablehlo.divide",
+        [create_value("stablehlo.subtract", [beta_e, alpha], alpha.type), beta_e],
+        alpha.type,
+    )
+    tau = _select(trivial, _broadcast(_zero(element, location), batch, []), tau)
+    scale = create_value(
+        "stablehlo.divide",
+        [
+            _broadcast(_one(element, location), batch, []),
+            create_value("stablehlo.subtract", [alpha, beta_e], alpha.type),
+        ],
+        alpha.type,
+    )
+    trivial_b = _broadcast(trivial, shape, batch_dims)
+    scaled = _select(trivial_b, column_b, _mul(column_b, _broadcast(scale, shape, batch_dims)))
+    new_diagonal = _select(trivial, alpha, beta_e)
+    # The reflector v: 1 at row j, the scaled column below, 0 above.
+    one = _broadcast(_one(element, location), shape, [])
+    v = _select(at_row, one, _select(below, scaled, zero))  # constant along columns
+    # Apply H^H = I - conj(tau) v v^H to the columns after j.
+    w = _sum(_mul(_conj(v), matrix), [rank - 2], location)  # [..., n]
+    tau_h = _broadcast(_conj(tau), shape, batch_dims)
+    update = _mul(_mul(tau_h, v), _broadcast(w, shape, [*batch_dims, rank - 1]))
+    after = _compare("GT", columns, jj)
+    updated = create_value("stablehlo.subtract", [matrix, update], matrix.type)
+    next_column = _select(
+        at_row, _broadcast(new_diagonal, shape, batch_dims), _select(below, scaled, matrix)
+    )
+    next_matrix = _select(after, updated, _select(in_column, next_column, matrix))
+    taus_type = ir.RankedTensorType(taus.type)
+    tau_shape = list(taus_type.shape)
+    at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(j, tau_shape, []))
+    next_taus = _select(at_index, _broadcast(tau, tau_shape, batch_dims), taus)
+    return next_matrix, next_taus
+
+
+def _one(element: ir.Type, location: ir.Location) -> ir.Value:
+    if isinstance(element, ir.ComplexType):
+        return create_value(
+            "stablehlo.complex",
+            [
+                _scalar_constant(1.0, element.element_type, location),
+                _zero(element.element_type, location),
+            ],
+            _tensor([], element),
+        )
+    return _scalar_constant(1.0, element, location)
+
+
+def _column_loop(
+    op: ir.Operation,
+    carried: list[ir.Value],
+    steps: int,
+    step,  # (k, *carried) -> list of next carried values
+    reverse: bool = False,
+) -> list[ir.Value]:
+    """``carried`` after ``step`` ran for k = 0 .. steps-1 (or down from steps-1), in a stablehlo.while."""
+    i64 = ir.IntegerType.get_signless(64)
+    location = op.location
+    scalar = _tensor([], i64)
+    types = [v.type for v in carried]
+    start = _scalar_constant(steps - 1 if reverse else 0, i64, location)
+    loop = ir.Operation.create(
+        "stablehlo.while", results=[scalar, *types], operands=[start, *carried], regions=2
+    )
+    condition = loop.regions[0].blocks.append(scalar, *types)
+    with ir.InsertionPoint(condition):
+        bound = _scalar_constant(-1 if reverse else steps, i64, location)
+        direction = "GT" if reverse else "LT"
+        ir.Operation.create(
+            "stablehlo.return", operands=[_compare(direction, condition.arguments[0], bound)]
+        )
+    body = loop.regions[1].blocks.append(scalar, *types)
+    with ir.InsertionPoint(body):
+        k, *values = body.arguments
+        next_values = step(k, *values)
+        delta = _scalar_constant(-1 if reverse else 1, i64, location)
+        next_k = create_value("stablehlo.add", [k, delta], scalar)
+        ir.Operation.create("stablehlo.return", operands=[next_k, *next_values])
+    return list(loop.results)[1:]
+
+
+def lower_geqrf(op: ir.Operation) -> None:
+    """``?geqrf``: R in the upper triangle, the Householder vectors below it, and tau.
+
+    Unblocked, as LAPACK's geqr2 with larfg's reflectors (beta has the
+    opposite sign of alpha's real part; a column already zero below the
+    diagonal gets tau = 0), so Q and R match LAPACK's signs.
+    """
+    (matrix,) = op.operands
+    shape = list(ir.RankedTensorType(matrix.type).shape)
+    taus_type = ir.RankedTensorType(op.results[1].type)
+    location = op.location
+    with location, ir.InsertionPoint(op):
+        element = taus_type.element_type
+        no_taus = _broadcast(_zero(element, location), list(taus_type.shape), [])
+        result, taus = _column_loop(
+            op,
+            [matrix, no_taus],
+            min(shape[-2:]),
+            lambda j, a, t: list(_geqrf_step(a, t, j, location)),
+        )
+    lower_with(op, [result, taus])
+
+
+def lower_orgqr(op: ir.Operation) -> None:
+    """``?orgqr``/``?ungqr``: Q = H(0) H(1) ... H(k-1), its first n columns.
+
+    Accumulated backwards from the identity, as LAPACK's org2r; each H(i) =
+    I - tau_i v_i v_i^H only touches rows >= i.
+    """
+    reflectors, taus = op.operands
+    shape = list(ir.RankedTensorType(reflectors.type).shape)
+    rank, batch = len(shape), shape[:-2]
+    nb = len(batch)
+    batch_dims = list(range(nb))
+    element = ir.RankedTensorType(reflectors.type).element_type
+    steps = ir.RankedTensorType(taus.type).shape[-1]
+    location = op.location
+    with location, ir.InsertionPoint(op):
+        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+        zero = _broadcast(_zero(element, location), shape, [])
+        one = _broadcast(_one(element, location), shape, [])
+        identity = _select(_compare("EQ", rows, columns), one, zero)
+        tau_shape = list(ir.RankedTensorType(taus.type).shape)
+
+        def apply(i: ir.Value, q: ir.Value) -> list[ir.Value]:
+            ii = _broadcast(i, shape, [])
+            in_column = _compare("EQ", columns, ii)
+            column = _sum(_select(in_column, reflectors, zero), [rank - 1], location)
+            column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
+            v = _select(
+                _compare("EQ", rows, ii), one, _select(_compare("GT", rows, ii), column_b, zero)
+            )
+            at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(i, tau_shape, []))
+            tau = _sum(
+                _select(at_index, taus, _broadcast(_zero(element, location), tau_shape, [])),
+                [nb],
+                location,
+            )
+            w = _sum(_mul(_conj(v), q), [rank - 2], location)
+            update = _mul(
+                _mul(_broadcast(tau, shape, batch_dims), v),
+                _broadcast(w, shape, [*batch_dims, rank - 1]),
+            )
+            return [create_value("stablehlo.subtract", [q, update], q.type)]
+
+        (q,) = _column_loop(op, [identity], steps, apply, reverse=True)
+    lower_with(op, [q])
+
+
 def lower_trsm(op: ir.Operation) -> None:
     """``?trsm`` with alpha = 1: ``op(a) x = b`` (side L) or ``x op(a) = b`` (side R)."""
     a, b = op.operands

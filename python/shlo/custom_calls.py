@@ -34,6 +34,10 @@ BUILTIN: dict[str, str] = {
     **{f"lapack_{t}potrf_ffi": f"{_LAPACK}:lower_potrf" for t in "sdcz"},
     **{f"lapack_{t}trsm_ffi": f"{_LAPACK}:lower_trsm" for t in "sdcz"},
     **{f"lapack_{t}getrf_ffi": f"{_LAPACK}:lower_getrf" for t in "sdcz"},
+    **{f"lapack_{t}geqrf_ffi": f"{_LAPACK}:lower_geqrf" for t in "sdcz"},
+    # orgqr for real types, ungqr for complex ones.
+    **{f"lapack_{t}orgqr_ffi": f"{_LAPACK}:lower_orgqr" for t in "sd"},
+    **{f"lapack_{t}ungqr_ffi": f"{_LAPACK}:lower_orgqr" for t in "cz"},
 }
 
 # Registered by users of this process; sent to the worker with each request.

@@ -113,6 +113,22 @@ def test_lu_pivoting_ties_and_zero_columns() -> None:
     check(jax.lax.linalg.lu, np.zeros((3, 3)), rtol=1e-12)
 
 
+@pytest.mark.parametrize(("dtype", "rtol"), DTYPES)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4)])
+def test_qr(dtype, rtol, shape) -> None:
+    a = general(shape[:-2], *shape[-2:], dtype)
+    # Householder reflectors as LAPACK's: Q and R match jax's signs too.
+    check(jnp.linalg.qr, a, rtol=rtol * 20)
+    check(lambda x: jnp.linalg.qr(x, mode="complete"), a, rtol=rtol * 20)
+
+
+def test_qr_of_columns_already_triangular() -> None:
+    """A column that is zero below the diagonal gets tau = 0, as LAPACK's larfg gives."""
+    a = np.triu(general((), 4, 4, np.float64)) + np.diag([0.0, 0.0, 1.0, 0.0])
+    a[:, 1] = 0.0
+    check(jnp.linalg.qr, a, rtol=1e-12)
+
+
 def test_unknown_target_names_its_python_line() -> None:
     a = np.eye(3, dtype=np.float32)
     exported = export.export(jax.jit(jnp.linalg.eigvalsh), platforms=["cpu"])(a)
