@@ -562,6 +562,299 @@ def lower_orgqr(op: ir.Operation) -> None:
     lower_with(op, [q])
 
 
+def _transpose_last(value: ir.Value) -> ir.Value:
+    value_type = ir.RankedTensorType(value.type)
+    shape = list(value_type.shape)
+    rank = len(shape)
+    permutation = [*range(rank - 2), rank - 1, rank - 2]
+    return create_value(
+        "stablehlo.transpose",
+        [value],
+        _tensor([shape[d] for d in permutation], value_type.element_type),
+        permutation=ir.DenseI64ArrayAttr.get(permutation),
+    )
+
+
+def _hermitian_from(matrix: ir.Value, lower: bool, location: ir.Location) -> ir.Value:
+    """The Hermitian matrix that ``matrix``'s ``lower`` (or upper) triangle and real diagonal give."""
+    shape = list(ir.RankedTensorType(matrix.type).shape)
+    rank = len(shape)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    mirrored = _conj(_transpose_last(matrix))
+    diagonal = matrix
+    element = ir.RankedTensorType(matrix.type).element_type
+    if isinstance(element, ir.ComplexType):
+        diagonal = _as_element(_part("real", matrix), element)
+    kept = _compare("GT" if lower else "LT", rows, columns)
+    return _select(kept, matrix, _select(_compare("EQ", rows, columns), diagonal, mirrored))
+
+
+def _column_pair(
+    m: ir.Value, index: ir.Value, rank: int, location: ir.Location, columns: bool
+) -> ir.Value:
+    """Column (or row) ``index`` of every matrix of ``m``, broadcast back to ``m``'s shape."""
+    shape = list(ir.RankedTensorType(m.type).shape)
+    element = ir.RankedTensorType(m.type).element_type
+    axis = rank - 1 if columns else rank - 2
+    iota = _iota(shape, axis)
+    zero = _broadcast(_zero(element, location), shape, [])
+    picked = _sum(
+        _select(_compare("EQ", iota, _broadcast(index, shape, [])), m, zero), [axis], location
+    )
+    return _broadcast(picked, shape, [d for d in range(rank) if d != axis])
+
+
+def _jacobi_rotation(
+    a: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """One Jacobi rotation J on (p, q): A <- J^H A J zeroes A[p, q], V <- V J."""
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    batch_dims = list(range(rank - 2))
+    element = a_type.element_type
+    is_complex = isinstance(element, ir.ComplexType)
+    real = element.element_type if is_complex else element
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    zero = _broadcast(_zero(element, location), shape, [])
+    pick = create_value(
+        "stablehlo.and",
+        [
+            _compare("EQ", rows, _broadcast(p, shape, [])),
+            _compare("EQ", columns, _broadcast(q, shape, [])),
+        ],
+        _i1(shape),
+    )
+
+    def entry(r: ir.Value, c: ir.Value) -> ir.Value:
+        at = create_value(
+            "stablehlo.and",
+            [
+                _compare("EQ", rows, _broadcast(r, shape, [])),
+                _compare("EQ", columns, _broadcast(c, shape, [])),
+            ],
+            _i1(shape),
+        )
+        return _sum(_select(at, a, zero), [rank - 2, rank - 1], location)  # [...]
+
+    app, aqq, apq = entry(p, p), entry(q, q), entry(p, q)
+    del pick
+    batch_zero = _broadcast(_zero(real, location), batch, [])
+    batch_one = _broadcast(_scalar_constant(1.0, real, location), batch, [])
+    if is_complex:
+        app, aqq = _part("real", app), _part("real", aqq)
+        off = create_value("stablehlo.abs", [apq], _tensor(batch, real))
+        safe = _select(_compare("EQ", off, batch_zero), batch_one, off)
+        # g turns A[p, q] real and non-negative: conj(apq) / |apq|.
+        phase = create_value("stablehlo.divide", [_conj(apq), _as_element(safe, element)], apq.type)
+        phase = _select(
+            _compare("EQ", off, batch_zero), _broadcast(_one(element, location), batch, []), phase
+        )
+    else:
+        off, phase = apq, None
+    two_off = create_value("stablehlo.add", [off, off], off.type)
+    nonzero = create_value("stablehlo.not", [_compare("EQ", off, batch_zero)], _i1(batch))
+    theta = create_value(
+        "stablehlo.divide",
+        [
+            create_value("stablehlo.subtract", [aqq, app], aqq.type),
+            _select(nonzero, two_off, batch_one),
+        ],
+        aqq.type,
+    )
+    magnitude = create_value("stablehlo.abs", [theta], theta.type)
+    root = create_value(
+        "stablehlo.sqrt",
+        [create_value("stablehlo.add", [_mul(theta, theta), batch_one], theta.type)],
+        theta.type,
+    )
+    t = create_value(
+        "stablehlo.divide",
+        [batch_one, create_value("stablehlo.add", [magnitude, root], theta.type)],
+        theta.type,
+    )
+    t = _select(_compare("LT", theta, batch_zero), create_value("stablehlo.negate", [t], t.type), t)
+    t = _select(nonzero, t, batch_zero)
+    c = create_value(
+        "stablehlo.divide",
+        [
+            batch_one,
+            create_value(
+                "stablehlo.sqrt",
+                [create_value("stablehlo.add", [_mul(t, t), batch_one], t.type)],
+                t.type,
+            ),
+        ],
+        t.type,
+    )
+    s_ = _mul(t, c)
+    cb = _broadcast(_as_element(c, element), shape, batch_dims)
+    sb = _broadcast(_as_element(s_, element), shape, batch_dims)
+    gb = _broadcast(phase, shape, batch_dims) if phase is not None else None
+
+    def columns_op(m: ir.Value) -> ir.Value:
+        col_p = _column_pair(m, p, rank, location, columns=True)
+        col_q = _column_pair(m, q, rank, location, columns=True)
+        if gb is not None:
+            col_q = _mul(gb, col_q)
+        new_p = create_value("stablehlo.subtract", [_mul(cb, col_p), _mul(sb, col_q)], m.type)
+        new_q = create_value("stablehlo.add", [_mul(sb, col_p), _mul(cb, col_q)], m.type)
+        return _select(
+            _compare("EQ", columns, _broadcast(p, shape, [])),
+            new_p,
+            _select(_compare("EQ", columns, _broadcast(q, shape, [])), new_q, m),
+        )
+
+    a1 = columns_op(a)
+    row_p = _column_pair(a1, p, rank, location, columns=False)
+    row_q = _column_pair(a1, q, rank, location, columns=False)
+    if gb is not None:
+        row_q = _mul(_conj(gb), row_q)
+    new_p = create_value("stablehlo.subtract", [_mul(cb, row_p), _mul(sb, row_q)], a.type)
+    new_q = create_value("stablehlo.add", [_mul(sb, row_p), _mul(cb, row_q)], a.type)
+    a2 = _select(
+        _compare("EQ", rows, _broadcast(p, shape, [])),
+        new_p,
+        _select(_compare("EQ", rows, _broadcast(q, shape, [])), new_q, a1),
+    )
+    return a2, columns_op(v)
+
+
+def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
+    """Whether any matrix's off-diagonal norm exceeds eps times its norm (an i1 scalar)."""
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    rank = len(shape)
+    element = a_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    eps = float(np.finfo(np.float64 if isinstance(real, ir.F64Type) else np.float32).eps)
+    magnitude = create_value("stablehlo.abs", [a], _tensor(shape, real))
+    squares = _mul(magnitude, magnitude)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    real_zero = _broadcast(_zero(real, location), shape, [])
+    off = _sum(
+        _select(_compare("NE", rows, columns), squares, real_zero), [rank - 2, rank - 1], location
+    )
+    total = _sum(squares, [rank - 2, rank - 1], location)
+    batch = list(ir.RankedTensorType(off.type).shape)
+    limit = _mul(total, _broadcast(_scalar_constant(eps * eps, real, location), batch, []))
+    return _reduce_or(_compare("GT", off, limit), list(range(len(batch))), location)
+
+
+def lower_syevd(op: ir.Operation) -> None:
+    """``?syevd``/``?heevd``: eigenvectors (columns) and ascending eigenvalues of a Hermitian matrix.
+
+    Cyclic Jacobi: sweeps of one rotation per pair (p < q), each zeroing
+    A[p, q], until every matrix's off-diagonal norm is below eps times its
+    norm (at most 50 sweeps); then the eigenvalues are sorted, and the
+    vectors with them. Only the ``uplo`` triangle is read, as LAPACK.
+    Eigenvectors are unique up to a phase, which may differ from LAPACK's.
+    ``info`` is 0.
+    """
+    (matrix,) = op.operands
+    a_type = ir.RankedTensorType(matrix.type)
+    shape = list(a_type.shape)
+    rank, n = len(shape), shape[-1]
+    batch = shape[:-2]
+    batch_dims = list(range(rank - 2))
+    element = a_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    lower = _config(op).get("uplo", "L") == "L"
+    location = op.location
+    i64 = ir.IntegerType.get_signless(64)
+    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
+    with location, ir.InsertionPoint(op):
+        a = _hermitian_from(matrix, lower, location)
+        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+        zero = _broadcast(_zero(element, location), shape, [])
+        identity = _select(
+            _compare("EQ", rows, columns), _broadcast(_one(element, location), shape, []), zero
+        )
+        if pairs:
+            table = ir.RankedTensorType.get([len(pairs), 2], i64)
+            pair_table = create_constant(np.array(pairs), table, location).result
+
+            def rotate(r: ir.Value, a: ir.Value, v: ir.Value) -> list[ir.Value]:
+                index = []
+                for column in range(2):
+                    slot = create_value(
+                        "stablehlo.dynamic_slice",
+                        [pair_table, r, _scalar_constant(column, i64, location)],
+                        _tensor([1, 1], i64),
+                        slice_sizes=ir.DenseI64ArrayAttr.get([1, 1]),
+                    )
+                    index.append(create_value("stablehlo.reshape", [slot], _tensor([], i64)))
+                return list(_jacobi_rotation(a, v, index[0], index[1], location))
+
+            scalar = _tensor([], i64)
+            loop = ir.Operation.create(
+                "stablehlo.while",
+                results=[scalar, a.type, a.type],
+                operands=[_scalar_constant(0, i64, location), a, identity],
+                regions=2,
+            )
+            condition = loop.regions[0].blocks.append(scalar, a.type, a.type)
+            with ir.InsertionPoint(condition):
+                more = _compare("LT", condition.arguments[0], _scalar_constant(50, i64, location))
+                unconverged = _off_diagonal_large(condition.arguments[1], location)
+                go = create_value("stablehlo.and", [more, unconverged], _i1([]))
+                ir.Operation.create("stablehlo.return", operands=[go])
+            body = loop.regions[1].blocks.append(scalar, a.type, a.type)
+            with ir.InsertionPoint(body):
+                sweep, current, vectors = body.arguments
+                rotated = _column_loop(op, [current, vectors], len(pairs), rotate)
+                next_sweep = create_value(
+                    "stablehlo.add", [sweep, _scalar_constant(1, i64, location)], scalar
+                )
+                ir.Operation.create("stablehlo.return", operands=[next_sweep, *rotated])
+            a, vectors = loop.results[1], loop.results[2]
+        else:
+            vectors = identity
+        real_shape = list(shape)
+        diagonal_values = _sum(
+            _select(_compare("EQ", rows, columns), a, zero), [rank - 2], location
+        )  # [..., n]
+        values = (
+            _part("real", diagonal_values)
+            if isinstance(element, ir.ComplexType)
+            else diagonal_values
+        )
+        del real_shape
+        order = _iota([*batch, n], rank - 2)
+        sort = ir.Operation.create(
+            "stablehlo.sort",
+            results=[values.type, order.type],
+            operands=[values, order],
+            attributes={
+                "dimension": ir.IntegerAttr.get(i64, rank - 2),
+                "is_stable": ir.BoolAttr.get(True),
+            },
+            regions=1,
+        )
+        scalar_real, scalar_i64 = _tensor([], real), _tensor([], i64)
+        comparator = sort.regions[0].blocks.append(scalar_real, scalar_real, scalar_i64, scalar_i64)
+        with ir.InsertionPoint(comparator):
+            less = _compare("LT", comparator.arguments[0], comparator.arguments[1])
+            ir.Operation.create("stablehlo.return", operands=[less])
+        sorted_values, permutation = sort.results
+        # Column j of the result is column permutation[j] of the vectors.
+        chosen = _compare(
+            "EQ", _iota(shape, rank - 2), _broadcast(permutation, shape, [*batch_dims, rank - 1])
+        )
+        one_hot = _select(chosen, _broadcast(_one(element, location), shape, []), zero)
+        numbers = ir.Attribute.parse(
+            "#stablehlo.dot<"
+            f"lhs_batching_dimensions = {batch_dims}, rhs_batching_dimensions = {batch_dims}, "
+            f"lhs_contracting_dimensions = [{rank - 1}], rhs_contracting_dimensions = [{rank - 2}]>"
+        )
+        ordered = create_value(
+            "stablehlo.dot_general", [vectors, one_hot], a.type, dot_dimension_numbers=numbers
+        )
+        info_type = ir.RankedTensorType(op.results[2].type)
+        info = create_constant(np.zeros(info_type.shape), info_type, location).result
+    lower_with(op, [ordered, sorted_values, info])
+
+
 def lower_trsm(op: ir.Operation) -> None:
     """``?trsm`` with alpha = 1: ``op(a) x = b`` (side L) or ``x op(a) = b`` (side R)."""
     a, b = op.operands

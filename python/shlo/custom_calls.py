@@ -38,6 +38,9 @@ BUILTIN: dict[str, str] = {
     # orgqr for real types, ungqr for complex ones.
     **{f"lapack_{t}orgqr_ffi": f"{_LAPACK}:lower_orgqr" for t in "sd"},
     **{f"lapack_{t}ungqr_ffi": f"{_LAPACK}:lower_orgqr" for t in "cz"},
+    # syevd for real types, heevd for complex ones.
+    **{f"lapack_{t}syevd_ffi": f"{_LAPACK}:lower_syevd" for t in "sd"},
+    **{f"lapack_{t}heevd_ffi": f"{_LAPACK}:lower_syevd" for t in "cz"},
 }
 
 # Registered by users of this process; sent to the worker with each request.
