@@ -26,7 +26,7 @@ from typing import Any
 
 Handler = Callable[[Any], None]
 
-_LAPACK = "shlo.passes.decompose.lower_custom_calls"
+_LAPACK = "shlo.passes.decompose.lapack_handlers"
 
 # jax 0.10.2's CPU LAPACK calls, for every element type LAPACK has:
 # s (f32), d (f64), c (complex<f32>), z (complex<f64>).

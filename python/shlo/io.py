@@ -229,9 +229,36 @@ def heap_may_be_damaged() -> bool:
     return _bytecode_reader_failed
 
 
+# A CHLO broadcast's dimensions with a negative entry, in text.
+_NEGATIVE_BROADCAST_DIMENSIONS = re.compile(
+    rb"chlo\.broadcast_\w+.*?(broadcast_dimensions\s*=\s*array<i64:[^>]*-\s*\d)"
+)
+
+
+def refuse_negative_chlo_broadcast_dimensions(data: bytes, filename: str) -> None:
+    """ShloError at the first CHLO broadcast op whose broadcast_dimensions holds a negative entry.
+
+    Upstream's CHLO shape inference indexes with them while the parser
+    verifies the op, and reads out of bounds (a segfault, or garbage): the
+    parser must never see them.
+    """
+    for number, line in enumerate(data.splitlines(), 1):
+        match = _NEGATIVE_BROADCAST_DIMENSIONS.search(line)
+        if match:
+            raise _error_in(
+                filename,
+                "broadcast_dimensions of a CHLO broadcast op must be non-negative",
+                number,
+                match.start(1) + 1,
+            )
+
+
 def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.Module:
     global _bytecode_reader_failed
     if not (isinstance(data, bytes) and data.startswith(BYTECODE_MAGIC)):
+        text = data.encode() if isinstance(data, str) else data
+        if b"chlo.broadcast_" in text:
+            refuse_negative_chlo_broadcast_dimensions(text, filename)
         return _parse_text_or_bytecode(data, context, filename)
     overrun = attribute_type_table_overrun(data)
     if overrun:
@@ -305,6 +332,8 @@ def load_module(
         except OSError as error:
             raise ShloError(f"cannot read {path}: {error.strerror}") from None
         if not data.startswith(BYTECODE_MAGIC) and not shardy.has_sdy_ops(data):
+            if b"chlo.broadcast_" in data:
+                refuse_negative_chlo_broadcast_dimensions(data, str(path))
             has_sdy = shardy.mentions_sdy(data)
             # parseFile keeps the real file name in every location.
             try:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir, new_context, passmanager
+from shlo.bytecode import BYTECODE_MAGIC
 from shlo.diagnostics import (
     Diagnostic,
     ShloError,
@@ -24,7 +25,12 @@ from shlo.diagnostics import (
     is_undecodable_diagnostic,
     undecodable_diagnostic_error,
 )
-from shlo.io import module_to_bytecode, module_to_portable_artifact, parse_module
+from shlo.io import (
+    module_to_bytecode,
+    module_to_portable_artifact,
+    parse_module,
+    refuse_negative_chlo_broadcast_dimensions,
+)
 from shlo.pipeline import PipelineError, build_pass_manager, explain_silent_failure
 from shlo.shardy import mentions_sdy
 
@@ -99,6 +105,9 @@ def _configure(pm: passmanager.PassManager, config: OptConfig) -> None:
 
 
 def _parse(chunk: Chunk, context: ir.Context) -> ir.Module:
+    text = chunk.data.encode() if isinstance(chunk.data, str) else chunk.data
+    if not text.startswith(BYTECODE_MAGIC) and b"chlo.broadcast_" in text:
+        refuse_negative_chlo_broadcast_dimensions(text, chunk.filename)
     if mentions_sdy(chunk.data):
         # Shardy annotations: shlo.io drops them from single-device programs.
         return parse_module(chunk.data, context, chunk.filename)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shlo
 from shlo import ShloError, new_context
 from shlo._mlir_compat import current_version, ir
 from shlo.io import module_to_portable_artifact, parse_module
@@ -349,3 +350,28 @@ def test_raw_invalid_utf8_in_an_error_is_located() -> None:
     )
     assert result.returncode == 1
     assert re.match(rf"{re.escape(str(program))}:4:\d+: error: ", result.stderr), result.stderr
+
+
+NEGATIVE_BROADCAST = """func.func @main(%a: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = chlo.broadcast_add %a, %b {broadcast_dimensions = array<i64: 0, -1>} : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+"""
+
+
+def test_negative_chlo_broadcast_dimensions_are_refused_before_mlir_parses(capsys, tmp_path):
+    """Upstream's CHLO verification reads out of bounds on them (it crashed the worker)."""
+    source = tmp_path / "neg.mlir"
+    source.write_text(NEGATIVE_BROADCAST)
+    where = (
+        f"{source}:2:35: error: broadcast_dimensions of a CHLO broadcast op must be non-negative"
+    )
+    code, _, err = opt(capsys, str(source))
+    assert (code, err.strip()) == (1, where)
+    assert shlo_run.run([str(source), "--input=4x3xf32=1", "--input=3xf32=2"]) == 1
+    assert capsys.readouterr().err.strip() == where
+    with pytest.raises(ShloError, match=r"broadcast_dimensions of a CHLO broadcast op"):
+        shlo.compile(NEGATIVE_BROADCAST)
+    # Non-negative ones still parse.
+    source.write_text(NEGATIVE_BROADCAST.replace("0, -1", "1"))
+    assert opt(capsys, str(source))[0] == 0

@@ -1,0 +1,857 @@
+"""Handlers for jax's CPU LAPACK custom calls (``lapack_*_ffi``), built from StableHLO ops.
+
+Each handler computes what the LAPACK routine computes, on the logical
+arrays (the custom call's layouts only say how LAPACK sees the buffers),
+for every batch at once, with the bindings' builders. Loops over columns
+or rotations are ``stablehlo.while`` ops; rows and columns are selected
+with iota masks, so no op needs a runtime copy. Registered in
+``shlo.custom_calls.BUILTIN``; ``shlo-lower-custom-calls`` calls them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from shlo._mlir_compat import ir
+from shlo.ir_utils import create_constant, create_value, string_value
+from shlo.pass_framework import PassError
+from shlo.passes.decompose.lower_custom_calls import lower_with
+
+_TRANSPOSE = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}
+
+
+def _config(op: ir.Operation) -> dict[str, str]:
+    """LAPACK's character options (``uplo = 76 : ui8`` is 'L') from the backend config."""
+    if "mhlo.backend_config" not in op.attributes:
+        return {}
+    config = ir.DictAttr(op.attributes["mhlo.backend_config"])
+    return {config[i].name: chr(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
+
+
+def _i1(shape: list[int]) -> ir.Type:
+    return ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1))
+
+
+def _compare(direction: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    shape = list(ir.RankedTensorType(lhs.type).shape)
+    attribute = ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>")
+    return create_value("stablehlo.compare", [lhs, rhs], _i1(shape), comparison_direction=attribute)
+
+
+def _iota(shape: list[int], dimension: int) -> ir.Value:
+    i64 = ir.IntegerType.get_signless(64)
+    return create_value(
+        "stablehlo.iota",
+        [],
+        ir.RankedTensorType.get(shape, i64),
+        iota_dimension=ir.IntegerAttr.get(i64, dimension),
+    )
+
+
+def _reduce_or(values: ir.Value, dimensions: list[int], location: ir.Location) -> ir.Value:
+    """``values`` (i1) or-ed over ``dimensions``."""
+    shape = list(ir.RankedTensorType(values.type).shape)
+    kept = [size for d, size in enumerate(shape) if d not in dimensions]
+    false = create_constant(np.zeros((), bool), ir.RankedTensorType(_i1([])), location).result
+    reduce = ir.Operation.create(
+        "stablehlo.reduce",
+        results=[_i1(kept)],
+        operands=[values, false],
+        attributes={"dimensions": ir.DenseI64ArrayAttr.get(dimensions)},
+        regions=1,
+    )
+    scalar = _i1([])
+    block = reduce.regions[0].blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        either = create_value("stablehlo.or", list(block.arguments), scalar)
+        ir.Operation.create("stablehlo.return", operands=[either])
+    return reduce.result
+
+
+def _tensor(shape: list[int], element: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(shape, element)
+
+
+def _broadcast(value: ir.Value, shape: list[int], dimensions: list[int]) -> ir.Value:
+    """``value`` broadcast to ``shape``, its dimensions becoming ``dimensions``."""
+    element = ir.RankedTensorType(value.type).element_type
+    return create_value(
+        "stablehlo.broadcast_in_dim",
+        [value],
+        _tensor(shape, element),
+        broadcast_dimensions=ir.DenseI64ArrayAttr.get(dimensions),
+    )
+
+
+def _select(condition: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
+    return create_value("stablehlo.select", [condition, on_true, on_false], on_true.type)
+
+
+def _scalar_constant(value: float, element: ir.Type, location: ir.Location) -> ir.Value:
+    return create_constant(np.array(value), _tensor([], element), location).result
+
+
+def _reduce(
+    operands: list[ir.Value],
+    inits: list[ir.Value],
+    dimensions: list[int],
+    body,  # (list of lhs scalars, list of rhs scalars) -> list of scalars
+) -> list[ir.Value]:
+    """A (variadic) stablehlo.reduce over ``dimensions``, its body built by ``body``."""
+    shape = list(ir.RankedTensorType(operands[0].type).shape)
+    kept = [size for d, size in enumerate(shape) if d not in dimensions]
+    elements = [ir.RankedTensorType(v.type).element_type for v in operands]
+    reduce = ir.Operation.create(
+        "stablehlo.reduce",
+        results=[_tensor(kept, e) for e in elements],
+        operands=[*operands, *inits],
+        attributes={"dimensions": ir.DenseI64ArrayAttr.get(dimensions)},
+        regions=1,
+    )
+    scalars = [_tensor([], e) for e in elements]
+    block = reduce.regions[0].blocks.append(*scalars, *scalars)
+    with ir.InsertionPoint(block):
+        count = len(operands)
+        arguments = list(block.arguments)
+        ir.Operation.create("stablehlo.return", operands=body(arguments[:count], arguments[count:]))
+    return list(reduce.results)
+
+
+def _zero(element: ir.Type, location: ir.Location) -> ir.Value:
+    """A scalar zero of ``element``; complex ones from two real zeros (no numpy constant)."""
+    if isinstance(element, ir.ComplexType):
+        part = _zero(element.element_type, location)
+        return create_value("stablehlo.complex", [part, part], _tensor([], element))
+    return create_constant(np.zeros(()), _tensor([], element), location).result
+
+
+def _sum(value: ir.Value, dimensions: list[int], location: ir.Location) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    zero = _zero(element, location)
+    return _reduce(
+        [value],
+        [zero],
+        dimensions,
+        lambda a, b: [create_value("stablehlo.add", [a[0], b[0]], a[0].type)],
+    )[0]
+
+
+def lower_potrf(op: ir.Operation) -> None:
+    """``?potrf``: the Cholesky factor in the ``uplo`` triangle, the input elsewhere, and info.
+
+    ``info`` is 0 when the factor's diagonal is finite and positive (the
+    matrix is positive definite), else 1; LAPACK gives the failing minor's
+    order, and jax only tests it against 0.
+    """
+    (matrix,) = op.operands
+    lower = _config(op).get("uplo", "L") == "L"
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    rank = len(shape)
+    element = matrix_type.element_type
+    with op.location, ir.InsertionPoint(op):
+        factor = create_value(
+            "stablehlo.cholesky", [matrix], matrix.type, lower=ir.BoolAttr.get(lower)
+        )
+        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+        in_triangle = _compare("GE" if lower else "LE", rows, columns)
+        result = create_value("stablehlo.select", [in_triangle, factor, matrix], matrix.type)
+        real = factor
+        if isinstance(element, ir.ComplexType):
+            real_type = ir.RankedTensorType.get(shape, element.element_type)
+            real = create_value("stablehlo.real", [factor], real_type)
+            element = element.element_type
+        real_type = ir.RankedTensorType(real.type)
+        zero = create_constant(np.zeros(shape), real_type, op.location).result
+        not_finite = create_value(
+            "stablehlo.not", [create_value("stablehlo.is_finite", [real], _i1(shape))], _i1(shape)
+        )
+        not_positive = create_value("stablehlo.not", [_compare("GT", real, zero)], _i1(shape))
+        on_diagonal = _compare("EQ", rows, columns)
+        bad_pivot = create_value("stablehlo.and", [on_diagonal, not_positive], _i1(shape))
+        bad = create_value("stablehlo.or", [not_finite, bad_pivot], _i1(shape))
+        failed = _reduce_or(bad, [rank - 2, rank - 1], op.location)
+        info = create_value("stablehlo.convert", [failed], op.results[1].type)
+    lower_with(op, [result, info])
+
+
+def _getrf_step(
+    matrix: ir.Value, pivots: ir.Value, k: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """One column of unblocked LU with partial pivoting (LAPACK's getf2), for every batch."""
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    nb = len(batch)
+    element = matrix_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    i64 = ir.IntegerType.get_signless(64)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    kk = _broadcast(k, shape, [])
+    in_column = _compare("EQ", columns, kk)
+    candidate = create_value("stablehlo.and", [in_column, _compare("GE", rows, kk)], _i1(shape))
+    magnitude = create_value("stablehlo.abs", [matrix], _tensor(shape, real))
+    minus_one = _broadcast(_scalar_constant(-1.0, real, location), shape, [])
+    magnitude = _select(candidate, magnitude, minus_one)
+
+    def first_largest(lhs: list[ir.Value], rhs: list[ir.Value]) -> list[ir.Value]:
+        # isamax: the largest magnitude, the first row among equals.
+        larger = _compare("GT", rhs[0], lhs[0])
+        tie = create_value(
+            "stablehlo.and",
+            [_compare("EQ", rhs[0], lhs[0]), _compare("LT", rhs[1], lhs[1])],
+            _i1([]),
+        )
+        take = create_value("stablehlo.or", [larger, tie], _i1([]))
+        return [_select(take, rhs[0], lhs[0]), _select(take, rhs[1], lhs[1])]
+
+    _, pivot_row = _reduce(
+        [magnitude, rows],
+        [_scalar_constant(-2.0, real, location), k],
+        [rank - 2, rank - 1],
+        first_largest,
+    )
+    batch_dims = list(range(nb))
+    pp = _broadcast(pivot_row, shape, batch_dims)
+    zero = _broadcast(_zero(element, location), shape, [])
+    at_k, at_p = _compare("EQ", rows, kk), _compare("EQ", rows, pp)
+    row_k = _sum(_select(at_k, matrix, zero), [rank - 2], location)
+    row_p = _sum(_select(at_p, matrix, zero), [rank - 2], location)
+    row_dims = [*batch_dims, rank - 1]
+    swapped = _select(
+        at_k,
+        _broadcast(row_p, shape, row_dims),
+        _select(at_p, _broadcast(row_k, shape, row_dims), matrix),
+    )
+    diagonal = create_value("stablehlo.and", [at_k, in_column], _i1(shape))
+    pivot = _broadcast(
+        _sum(_select(diagonal, swapped, zero), [rank - 2, rank - 1], location), shape, batch_dims
+    )
+    # A zero pivot (a singular matrix) leaves the column unscaled, as getf2 does.
+    scaled = _select(
+        _compare("EQ", pivot, zero),
+        swapped,
+        create_value("stablehlo.divide", [swapped, pivot], matrix.type),
+    )
+    below = _compare("GT", rows, kk)
+    multipliers = _sum(_select(in_column, scaled, zero), [rank - 1], location)
+    product = create_value(
+        "stablehlo.multiply",
+        [
+            _broadcast(multipliers, shape, [*batch_dims, rank - 2]),
+            _broadcast(row_p, shape, row_dims),
+        ],
+        matrix.type,
+    )
+    updated = create_value("stablehlo.subtract", [swapped, product], matrix.type)
+    trailing = create_value("stablehlo.and", [below, _compare("GT", columns, kk)], _i1(shape))
+    below_in_column = create_value("stablehlo.and", [below, in_column], _i1(shape))
+    next_matrix = _select(trailing, updated, _select(below_in_column, scaled, swapped))
+    # ipiv[k] = pivot row + 1 (LAPACK's 1-based rows).
+    pivots_type = ir.RankedTensorType(pivots.type)
+    i32 = pivots_type.element_type
+    pivot_shape = list(pivots_type.shape)
+    one = _broadcast(_scalar_constant(1, i64, location), batch, [])
+    row_number = create_value(
+        "stablehlo.convert",
+        [create_value("stablehlo.add", [pivot_row, one], pivot_row.type)],
+        _tensor(batch, i32),
+    )
+    at_index = _compare("EQ", _iota(pivot_shape, nb), _broadcast(k, pivot_shape, []))
+    next_pivots = _select(at_index, _broadcast(row_number, pivot_shape, batch_dims), pivots)
+    return next_matrix, next_pivots
+
+
+def lower_getrf(op: ir.Operation) -> None:
+    """``?getrf``: LU with partial pivoting, 1-based pivots, and info.
+
+    Right-looking and unblocked (LAPACK's getf2): for each column, the first
+    row of largest magnitude at or below the diagonal is swapped up, the
+    column below is divided by the pivot (left alone when it is zero) and
+    the trailing block updated, in a stablehlo.while over the columns.
+    ``info`` is 0: jax only requires it to be >= 0; a zero pivot (LAPACK's
+    info > 0) is not reported.
+    """
+    (matrix,) = op.operands
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    steps = min(shape[-2:])
+    i64 = ir.IntegerType.get_signless(64)
+    location = op.location
+    with location, ir.InsertionPoint(op):
+        scalar = _tensor([], i64)
+        start = _scalar_constant(0, i64, location)
+        pivots_type = ir.RankedTensorType(op.results[1].type)
+        no_pivots = create_constant(np.zeros(pivots_type.shape), pivots_type, location).result
+        loop = ir.Operation.create(
+            "stablehlo.while",
+            results=[scalar, matrix.type, pivots_type],
+            operands=[start, matrix, no_pivots],
+            regions=2,
+        )
+        condition = loop.regions[0].blocks.append(scalar, matrix.type, pivots_type)
+        with ir.InsertionPoint(condition):
+            end = _scalar_constant(steps, i64, location)
+            ir.Operation.create(
+                "stablehlo.return", operands=[_compare("LT", condition.arguments[0], end)]
+            )
+        body = loop.regions[1].blocks.append(scalar, matrix.type, pivots_type)
+        with ir.InsertionPoint(body):
+            k, current, pivots = body.arguments
+            next_matrix, next_pivots = _getrf_step(current, pivots, k, location)
+            next_k = create_value("stablehlo.add", [k, _scalar_constant(1, i64, location)], scalar)
+            ir.Operation.create("stablehlo.return", operands=[next_k, next_matrix, next_pivots])
+        info_type = ir.RankedTensorType(op.results[2].type)
+        info = create_constant(np.zeros(info_type.shape), info_type, location).result
+    lower_with(op, [loop.results[1], loop.results[2], info])
+
+
+def _part(kind: str, value: ir.Value) -> ir.Value:
+    """The real or imaginary part of a complex tensor."""
+    value_type = ir.RankedTensorType(value.type)
+    part_type = _tensor(list(value_type.shape), value_type.element_type.element_type)
+    return create_value(f"stablehlo.{kind}", [value], part_type)
+
+
+def _as_element(value: ir.Value, element: ir.Type) -> ir.Value:
+    """A real tensor as a tensor of ``element`` (a complex one gets a zero imaginary part)."""
+    if not isinstance(element, ir.ComplexType):
+        return value
+    zero = _broadcast(
+        _zero(ir.RankedTensorType(value.type).element_type, value.owner.location),
+        list(ir.RankedTensorType(value.type).shape),
+        [],
+    )
+    shape = list(ir.RankedTensorType(value.type).shape)
+    return create_value("stablehlo.complex", [value, zero], _tensor(shape, element))
+
+
+def _conj(value: ir.Value) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    if not isinstance(element, ir.ComplexType):
+        return value
+    imaginary = create_value("stablehlo.negate", [_part("imag", value)], _part("imag", value).type)
+    return create_value("stablehlo.complex", [_part("real", value), imaginary], value.type)
+
+
+def _mul(a: ir.Value, b: ir.Value) -> ir.Value:
+    return create_value("stablehlo.multiply", [a, b], a.type)
+
+
+def _geqrf_step(
+    matrix: ir.Value, taus: ir.Value, j: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """Column j of Householder QR (LAPACK's geqr2 with larfg's reflector), every batch."""
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    nb = len(batch)
+    batch_dims = list(range(nb))
+    element = matrix_type.element_type
+    is_complex = isinstance(element, ir.ComplexType)
+    real = element.element_type if is_complex else element
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    jj = _broadcast(j, shape, [])
+    zero = _broadcast(_zero(element, location), shape, [])
+    real_zero = _broadcast(_zero(real, location), shape, [])
+    in_column, at_row = _compare("EQ", columns, jj), _compare("EQ", rows, jj)
+    below = _compare("GT", rows, jj)
+    column = _sum(_select(in_column, matrix, zero), [rank - 1], location)  # [..., m]
+    column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
+    alpha = _sum(
+        _select(create_value("stablehlo.and", [in_column, at_row], _i1(shape)), matrix, zero),
+        [rank - 2, rank - 1],
+        location,
+    )
+    magnitude = create_value("stablehlo.abs", [column_b], _tensor(shape, real))
+    squares = _select(
+        create_value("stablehlo.and", [in_column, below], _i1(shape)),
+        _mul(magnitude, magnitude),
+        real_zero,
+    )
+    below_norm2 = _sum(squares, [rank - 2, rank - 1], location)  # [...]
+    alpha_abs = create_value("stablehlo.abs", [alpha], _tensor(batch, real))
+    norm = create_value(
+        "stablehlo.sqrt",
+        [
+            create_value(
+                "stablehlo.add", [_mul(alpha_abs, alpha_abs), below_norm2], below_norm2.type
+            )
+        ],
+        below_norm2.type,
+    )
+    alpha_real = _part("real", alpha) if is_complex else alpha
+    batch_zero = _broadcast(_zero(real, location), batch, [])
+    negative_norm = create_value("stablehlo.negate", [norm], norm.type)
+    beta = _select(_compare("GE", alpha_real, batch_zero), negative_norm, norm)
+    trivial = _compare("EQ", below_norm2, batch_zero)
+    if is_complex:
+        trivial = create_value(
+            "stablehlo.and", [trivial, _compare("EQ", _part("imag", alpha), batch_zero)], _i1(batch)
+        )
+    beta_e = _as_element(beta, element)
+    tau = create_value(
+        "stablehlo.divide",
+        [create_value("stablehlo.subtract", [beta_e, alpha], alpha.type), beta_e],
+        alpha.type,
+    )
+    tau = _select(trivial, _broadcast(_zero(element, location), batch, []), tau)
+    scale = create_value(
+        "stablehlo.divide",
+        [
+            _broadcast(_one(element, location), batch, []),
+            create_value("stablehlo.subtract", [alpha, beta_e], alpha.type),
+        ],
+        alpha.type,
+    )
+    trivial_b = _broadcast(trivial, shape, batch_dims)
+    scaled = _select(trivial_b, column_b, _mul(column_b, _broadcast(scale, shape, batch_dims)))
+    new_diagonal = _select(trivial, alpha, beta_e)
+    # The reflector v: 1 at row j, the scaled column below, 0 above.
+    one = _broadcast(_one(element, location), shape, [])
+    v = _select(at_row, one, _select(below, scaled, zero))  # constant along columns
+    # Apply H^H = I - conj(tau) v v^H to the columns after j.
+    w = _sum(_mul(_conj(v), matrix), [rank - 2], location)  # [..., n]
+    tau_h = _broadcast(_conj(tau), shape, batch_dims)
+    update = _mul(_mul(tau_h, v), _broadcast(w, shape, [*batch_dims, rank - 1]))
+    after = _compare("GT", columns, jj)
+    updated = create_value("stablehlo.subtract", [matrix, update], matrix.type)
+    next_column = _select(
+        at_row, _broadcast(new_diagonal, shape, batch_dims), _select(below, scaled, matrix)
+    )
+    next_matrix = _select(after, updated, _select(in_column, next_column, matrix))
+    taus_type = ir.RankedTensorType(taus.type)
+    tau_shape = list(taus_type.shape)
+    at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(j, tau_shape, []))
+    next_taus = _select(at_index, _broadcast(tau, tau_shape, batch_dims), taus)
+    return next_matrix, next_taus
+
+
+def _one(element: ir.Type, location: ir.Location) -> ir.Value:
+    if isinstance(element, ir.ComplexType):
+        return create_value(
+            "stablehlo.complex",
+            [
+                _scalar_constant(1.0, element.element_type, location),
+                _zero(element.element_type, location),
+            ],
+            _tensor([], element),
+        )
+    return _scalar_constant(1.0, element, location)
+
+
+def _column_loop(
+    op: ir.Operation,
+    carried: list[ir.Value],
+    steps: int,
+    step,  # (k, *carried) -> list of next carried values
+    reverse: bool = False,
+) -> list[ir.Value]:
+    """``carried`` after ``step`` ran for k = 0 .. steps-1 (or down from steps-1), in a stablehlo.while."""
+    i64 = ir.IntegerType.get_signless(64)
+    location = op.location
+    scalar = _tensor([], i64)
+    types = [v.type for v in carried]
+    start = _scalar_constant(steps - 1 if reverse else 0, i64, location)
+    loop = ir.Operation.create(
+        "stablehlo.while", results=[scalar, *types], operands=[start, *carried], regions=2
+    )
+    condition = loop.regions[0].blocks.append(scalar, *types)
+    with ir.InsertionPoint(condition):
+        bound = _scalar_constant(-1 if reverse else steps, i64, location)
+        direction = "GT" if reverse else "LT"
+        ir.Operation.create(
+            "stablehlo.return", operands=[_compare(direction, condition.arguments[0], bound)]
+        )
+    body = loop.regions[1].blocks.append(scalar, *types)
+    with ir.InsertionPoint(body):
+        k, *values = body.arguments
+        next_values = step(k, *values)
+        delta = _scalar_constant(-1 if reverse else 1, i64, location)
+        next_k = create_value("stablehlo.add", [k, delta], scalar)
+        ir.Operation.create("stablehlo.return", operands=[next_k, *next_values])
+    return list(loop.results)[1:]
+
+
+def lower_geqrf(op: ir.Operation) -> None:
+    """``?geqrf``: R in the upper triangle, the Householder vectors below it, and tau.
+
+    Unblocked, as LAPACK's geqr2 with larfg's reflectors (beta has the
+    opposite sign of alpha's real part; a column already zero below the
+    diagonal gets tau = 0), so Q and R match LAPACK's signs.
+    """
+    (matrix,) = op.operands
+    shape = list(ir.RankedTensorType(matrix.type).shape)
+    taus_type = ir.RankedTensorType(op.results[1].type)
+    location = op.location
+    with location, ir.InsertionPoint(op):
+        element = taus_type.element_type
+        no_taus = _broadcast(_zero(element, location), list(taus_type.shape), [])
+        result, taus = _column_loop(
+            op,
+            [matrix, no_taus],
+            min(shape[-2:]),
+            lambda j, a, t: list(_geqrf_step(a, t, j, location)),
+        )
+    lower_with(op, [result, taus])
+
+
+def lower_orgqr(op: ir.Operation) -> None:
+    """``?orgqr``/``?ungqr``: Q = H(0) H(1) ... H(k-1), its first n columns.
+
+    Accumulated backwards from the identity, as LAPACK's org2r; each H(i) =
+    I - tau_i v_i v_i^H only touches rows >= i.
+    """
+    reflectors, taus = op.operands
+    shape = list(ir.RankedTensorType(reflectors.type).shape)
+    rank, batch = len(shape), shape[:-2]
+    nb = len(batch)
+    batch_dims = list(range(nb))
+    element = ir.RankedTensorType(reflectors.type).element_type
+    steps = ir.RankedTensorType(taus.type).shape[-1]
+    location = op.location
+    with location, ir.InsertionPoint(op):
+        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+        zero = _broadcast(_zero(element, location), shape, [])
+        one = _broadcast(_one(element, location), shape, [])
+        identity = _select(_compare("EQ", rows, columns), one, zero)
+        tau_shape = list(ir.RankedTensorType(taus.type).shape)
+
+        def apply(i: ir.Value, q: ir.Value) -> list[ir.Value]:
+            ii = _broadcast(i, shape, [])
+            in_column = _compare("EQ", columns, ii)
+            column = _sum(_select(in_column, reflectors, zero), [rank - 1], location)
+            column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
+            v = _select(
+                _compare("EQ", rows, ii), one, _select(_compare("GT", rows, ii), column_b, zero)
+            )
+            at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(i, tau_shape, []))
+            tau = _sum(
+                _select(at_index, taus, _broadcast(_zero(element, location), tau_shape, [])),
+                [nb],
+                location,
+            )
+            w = _sum(_mul(_conj(v), q), [rank - 2], location)
+            update = _mul(
+                _mul(_broadcast(tau, shape, batch_dims), v),
+                _broadcast(w, shape, [*batch_dims, rank - 1]),
+            )
+            return [create_value("stablehlo.subtract", [q, update], q.type)]
+
+        (q,) = _column_loop(op, [identity], steps, apply, reverse=True)
+    lower_with(op, [q])
+
+
+def _transpose_last(value: ir.Value) -> ir.Value:
+    value_type = ir.RankedTensorType(value.type)
+    shape = list(value_type.shape)
+    rank = len(shape)
+    permutation = [*range(rank - 2), rank - 1, rank - 2]
+    return create_value(
+        "stablehlo.transpose",
+        [value],
+        _tensor([shape[d] for d in permutation], value_type.element_type),
+        permutation=ir.DenseI64ArrayAttr.get(permutation),
+    )
+
+
+def _hermitian_from(matrix: ir.Value, lower: bool, location: ir.Location) -> ir.Value:
+    """The Hermitian matrix that ``matrix``'s ``lower`` (or upper) triangle and real diagonal give."""
+    shape = list(ir.RankedTensorType(matrix.type).shape)
+    rank = len(shape)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    mirrored = _conj(_transpose_last(matrix))
+    diagonal = matrix
+    element = ir.RankedTensorType(matrix.type).element_type
+    if isinstance(element, ir.ComplexType):
+        diagonal = _as_element(_part("real", matrix), element)
+    kept = _compare("GT" if lower else "LT", rows, columns)
+    return _select(kept, matrix, _select(_compare("EQ", rows, columns), diagonal, mirrored))
+
+
+def _column_pair(
+    m: ir.Value, index: ir.Value, rank: int, location: ir.Location, columns: bool
+) -> ir.Value:
+    """Column (or row) ``index`` of every matrix of ``m``, broadcast back to ``m``'s shape."""
+    shape = list(ir.RankedTensorType(m.type).shape)
+    element = ir.RankedTensorType(m.type).element_type
+    axis = rank - 1 if columns else rank - 2
+    iota = _iota(shape, axis)
+    zero = _broadcast(_zero(element, location), shape, [])
+    picked = _sum(
+        _select(_compare("EQ", iota, _broadcast(index, shape, [])), m, zero), [axis], location
+    )
+    return _broadcast(picked, shape, [d for d in range(rank) if d != axis])
+
+
+def _jacobi_rotation(
+    a: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """One Jacobi rotation J on (p, q): A <- J^H A J zeroes A[p, q], V <- V J."""
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    batch_dims = list(range(rank - 2))
+    element = a_type.element_type
+    is_complex = isinstance(element, ir.ComplexType)
+    real = element.element_type if is_complex else element
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    zero = _broadcast(_zero(element, location), shape, [])
+    pick = create_value(
+        "stablehlo.and",
+        [
+            _compare("EQ", rows, _broadcast(p, shape, [])),
+            _compare("EQ", columns, _broadcast(q, shape, [])),
+        ],
+        _i1(shape),
+    )
+
+    def entry(r: ir.Value, c: ir.Value) -> ir.Value:
+        at = create_value(
+            "stablehlo.and",
+            [
+                _compare("EQ", rows, _broadcast(r, shape, [])),
+                _compare("EQ", columns, _broadcast(c, shape, [])),
+            ],
+            _i1(shape),
+        )
+        return _sum(_select(at, a, zero), [rank - 2, rank - 1], location)  # [...]
+
+    app, aqq, apq = entry(p, p), entry(q, q), entry(p, q)
+    del pick
+    batch_zero = _broadcast(_zero(real, location), batch, [])
+    batch_one = _broadcast(_scalar_constant(1.0, real, location), batch, [])
+    if is_complex:
+        app, aqq = _part("real", app), _part("real", aqq)
+        off = create_value("stablehlo.abs", [apq], _tensor(batch, real))
+        safe = _select(_compare("EQ", off, batch_zero), batch_one, off)
+        # g turns A[p, q] real and non-negative: conj(apq) / |apq|.
+        phase = create_value("stablehlo.divide", [_conj(apq), _as_element(safe, element)], apq.type)
+        phase = _select(
+            _compare("EQ", off, batch_zero), _broadcast(_one(element, location), batch, []), phase
+        )
+    else:
+        off, phase = apq, None
+    two_off = create_value("stablehlo.add", [off, off], off.type)
+    nonzero = create_value("stablehlo.not", [_compare("EQ", off, batch_zero)], _i1(batch))
+    theta = create_value(
+        "stablehlo.divide",
+        [
+            create_value("stablehlo.subtract", [aqq, app], aqq.type),
+            _select(nonzero, two_off, batch_one),
+        ],
+        aqq.type,
+    )
+    magnitude = create_value("stablehlo.abs", [theta], theta.type)
+    root = create_value(
+        "stablehlo.sqrt",
+        [create_value("stablehlo.add", [_mul(theta, theta), batch_one], theta.type)],
+        theta.type,
+    )
+    t = create_value(
+        "stablehlo.divide",
+        [batch_one, create_value("stablehlo.add", [magnitude, root], theta.type)],
+        theta.type,
+    )
+    t = _select(_compare("LT", theta, batch_zero), create_value("stablehlo.negate", [t], t.type), t)
+    t = _select(nonzero, t, batch_zero)
+    c = create_value(
+        "stablehlo.divide",
+        [
+            batch_one,
+            create_value(
+                "stablehlo.sqrt",
+                [create_value("stablehlo.add", [_mul(t, t), batch_one], t.type)],
+                t.type,
+            ),
+        ],
+        t.type,
+    )
+    s_ = _mul(t, c)
+    cb = _broadcast(_as_element(c, element), shape, batch_dims)
+    sb = _broadcast(_as_element(s_, element), shape, batch_dims)
+    gb = _broadcast(phase, shape, batch_dims) if phase is not None else None
+
+    def columns_op(m: ir.Value) -> ir.Value:
+        col_p = _column_pair(m, p, rank, location, columns=True)
+        col_q = _column_pair(m, q, rank, location, columns=True)
+        if gb is not None:
+            col_q = _mul(gb, col_q)
+        new_p = create_value("stablehlo.subtract", [_mul(cb, col_p), _mul(sb, col_q)], m.type)
+        new_q = create_value("stablehlo.add", [_mul(sb, col_p), _mul(cb, col_q)], m.type)
+        return _select(
+            _compare("EQ", columns, _broadcast(p, shape, [])),
+            new_p,
+            _select(_compare("EQ", columns, _broadcast(q, shape, [])), new_q, m),
+        )
+
+    a1 = columns_op(a)
+    row_p = _column_pair(a1, p, rank, location, columns=False)
+    row_q = _column_pair(a1, q, rank, location, columns=False)
+    if gb is not None:
+        row_q = _mul(_conj(gb), row_q)
+    new_p = create_value("stablehlo.subtract", [_mul(cb, row_p), _mul(sb, row_q)], a.type)
+    new_q = create_value("stablehlo.add", [_mul(sb, row_p), _mul(cb, row_q)], a.type)
+    a2 = _select(
+        _compare("EQ", rows, _broadcast(p, shape, [])),
+        new_p,
+        _select(_compare("EQ", rows, _broadcast(q, shape, [])), new_q, a1),
+    )
+    return a2, columns_op(v)
+
+
+def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
+    """Whether any matrix's off-diagonal norm exceeds eps times its norm (an i1 scalar)."""
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    rank = len(shape)
+    element = a_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    eps = float(np.finfo(np.float64 if isinstance(real, ir.F64Type) else np.float32).eps)
+    magnitude = create_value("stablehlo.abs", [a], _tensor(shape, real))
+    squares = _mul(magnitude, magnitude)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    real_zero = _broadcast(_zero(real, location), shape, [])
+    off = _sum(
+        _select(_compare("NE", rows, columns), squares, real_zero), [rank - 2, rank - 1], location
+    )
+    total = _sum(squares, [rank - 2, rank - 1], location)
+    batch = list(ir.RankedTensorType(off.type).shape)
+    limit = _mul(total, _broadcast(_scalar_constant(eps * eps, real, location), batch, []))
+    return _reduce_or(_compare("GT", off, limit), list(range(len(batch))), location)
+
+
+def lower_syevd(op: ir.Operation) -> None:
+    """``?syevd``/``?heevd``: eigenvectors (columns) and ascending eigenvalues of a Hermitian matrix.
+
+    Cyclic Jacobi: sweeps of one rotation per pair (p < q), each zeroing
+    A[p, q], until every matrix's off-diagonal norm is below eps times its
+    norm (at most 50 sweeps); then the eigenvalues are sorted, and the
+    vectors with them. Only the ``uplo`` triangle is read, as LAPACK.
+    Eigenvectors are unique up to a phase, which may differ from LAPACK's.
+    ``info`` is 0.
+    """
+    (matrix,) = op.operands
+    a_type = ir.RankedTensorType(matrix.type)
+    shape = list(a_type.shape)
+    rank, n = len(shape), shape[-1]
+    batch = shape[:-2]
+    batch_dims = list(range(rank - 2))
+    element = a_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    lower = _config(op).get("uplo", "L") == "L"
+    location = op.location
+    i64 = ir.IntegerType.get_signless(64)
+    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
+    with location, ir.InsertionPoint(op):
+        a = _hermitian_from(matrix, lower, location)
+        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+        zero = _broadcast(_zero(element, location), shape, [])
+        identity = _select(
+            _compare("EQ", rows, columns), _broadcast(_one(element, location), shape, []), zero
+        )
+        if pairs:
+            table = ir.RankedTensorType.get([len(pairs), 2], i64)
+            pair_table = create_constant(np.array(pairs), table, location).result
+
+            def rotate(r: ir.Value, a: ir.Value, v: ir.Value) -> list[ir.Value]:
+                index = []
+                for column in range(2):
+                    slot = create_value(
+                        "stablehlo.dynamic_slice",
+                        [pair_table, r, _scalar_constant(column, i64, location)],
+                        _tensor([1, 1], i64),
+                        slice_sizes=ir.DenseI64ArrayAttr.get([1, 1]),
+                    )
+                    index.append(create_value("stablehlo.reshape", [slot], _tensor([], i64)))
+                return list(_jacobi_rotation(a, v, index[0], index[1], location))
+
+            scalar = _tensor([], i64)
+            loop = ir.Operation.create(
+                "stablehlo.while",
+                results=[scalar, a.type, a.type],
+                operands=[_scalar_constant(0, i64, location), a, identity],
+                regions=2,
+            )
+            condition = loop.regions[0].blocks.append(scalar, a.type, a.type)
+            with ir.InsertionPoint(condition):
+                more = _compare("LT", condition.arguments[0], _scalar_constant(50, i64, location))
+                unconverged = _off_diagonal_large(condition.arguments[1], location)
+                go = create_value("stablehlo.and", [more, unconverged], _i1([]))
+                ir.Operation.create("stablehlo.return", operands=[go])
+            body = loop.regions[1].blocks.append(scalar, a.type, a.type)
+            with ir.InsertionPoint(body):
+                sweep, current, vectors = body.arguments
+                rotated = _column_loop(op, [current, vectors], len(pairs), rotate)
+                next_sweep = create_value(
+                    "stablehlo.add", [sweep, _scalar_constant(1, i64, location)], scalar
+                )
+                ir.Operation.create("stablehlo.return", operands=[next_sweep, *rotated])
+            a, vectors = loop.results[1], loop.results[2]
+        else:
+            vectors = identity
+        real_shape = list(shape)
+        diagonal_values = _sum(
+            _select(_compare("EQ", rows, columns), a, zero), [rank - 2], location
+        )  # [..., n]
+        values = (
+            _part("real", diagonal_values)
+            if isinstance(element, ir.ComplexType)
+            else diagonal_values
+        )
+        del real_shape
+        order = _iota([*batch, n], rank - 2)
+        sort = ir.Operation.create(
+            "stablehlo.sort",
+            results=[values.type, order.type],
+            operands=[values, order],
+            attributes={
+                "dimension": ir.IntegerAttr.get(i64, rank - 2),
+                "is_stable": ir.BoolAttr.get(True),
+            },
+            regions=1,
+        )
+        scalar_real, scalar_i64 = _tensor([], real), _tensor([], i64)
+        comparator = sort.regions[0].blocks.append(scalar_real, scalar_real, scalar_i64, scalar_i64)
+        with ir.InsertionPoint(comparator):
+            less = _compare("LT", comparator.arguments[0], comparator.arguments[1])
+            ir.Operation.create("stablehlo.return", operands=[less])
+        sorted_values, permutation = sort.results
+        # Column j of the result is column permutation[j] of the vectors.
+        chosen = _compare(
+            "EQ", _iota(shape, rank - 2), _broadcast(permutation, shape, [*batch_dims, rank - 1])
+        )
+        one_hot = _select(chosen, _broadcast(_one(element, location), shape, []), zero)
+        numbers = ir.Attribute.parse(
+            "#stablehlo.dot<"
+            f"lhs_batching_dimensions = {batch_dims}, rhs_batching_dimensions = {batch_dims}, "
+            f"lhs_contracting_dimensions = [{rank - 1}], rhs_contracting_dimensions = [{rank - 2}]>"
+        )
+        ordered = create_value(
+            "stablehlo.dot_general", [vectors, one_hot], a.type, dot_dimension_numbers=numbers
+        )
+        info_type = ir.RankedTensorType(op.results[2].type)
+        info = create_constant(np.zeros(info_type.shape), info_type, location).result
+    lower_with(op, [ordered, sorted_values, info])
+
+
+def lower_trsm(op: ir.Operation) -> None:
+    """``?trsm`` with alpha = 1: ``op(a) x = b`` (side L) or ``x op(a) = b`` (side R)."""
+    a, b = op.operands
+    config = _config(op)
+    transpose = _TRANSPOSE.get(config.get("trans_x", "N"))
+    if transpose is None:
+        raise PassError(
+            op.location,
+            f"{string_value(op.attributes['call_target_name'])}: unknown trans_x {config['trans_x']!r}",
+        )
+    with op.location, ir.InsertionPoint(op):
+        solution = create_value(
+            "stablehlo.triangular_solve",
+            [a, b],
+            op.results[0].type,
+            left_side=ir.BoolAttr.get(config.get("side", "L") == "L"),
+            lower=ir.BoolAttr.get(config.get("uplo", "L") == "L"),
+            unit_diagonal=ir.BoolAttr.get(config.get("diag", "N") == "U"),
+            transpose_a=ir.Attribute.parse(f"#stablehlo<transpose {transpose}>"),
+        )
+    lower_with(op, [solution])
