@@ -495,13 +495,8 @@ def lower_geqrf(op: ir.Operation) -> None:
     lower_with(op, [result, taus])
 
 
-def lower_orgqr(op: ir.Operation) -> None:
-    """``?orgqr``/``?ungqr``: Q = H(0) H(1) ... H(k-1), its first n columns.
-
-    Accumulated backwards from the identity, as LAPACK's org2r; each H(i) =
-    I - tau_i v_i v_i^H only touches rows >= i.
-    """
-    reflectors, taus = op.operands
+def _orgqr(op: ir.Operation, reflectors: ir.Value, taus: ir.Value) -> ir.Value:
+    """Q = H(0) H(1) ... H(k-1), shaped as ``reflectors``, accumulated backwards as org2r."""
     shape = list(ir.RankedTensorType(reflectors.type).shape)
     rank, batch = len(shape), shape[:-2]
     nb = len(batch)
@@ -509,35 +504,46 @@ def lower_orgqr(op: ir.Operation) -> None:
     element = ir.RankedTensorType(reflectors.type).element_type
     steps = ir.RankedTensorType(taus.type).shape[-1]
     location = op.location
-    with location, ir.InsertionPoint(op):
-        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-        zero = _broadcast(_zero(element, location), shape, [])
-        one = _broadcast(_one(element, location), shape, [])
-        identity = _select(_compare("EQ", rows, columns), one, zero)
-        tau_shape = list(ir.RankedTensorType(taus.type).shape)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    zero = _broadcast(_zero(element, location), shape, [])
+    one = _broadcast(_one(element, location), shape, [])
+    identity = _select(_compare("EQ", rows, columns), one, zero)
+    tau_shape = list(ir.RankedTensorType(taus.type).shape)
 
-        def apply(i: ir.Value, q: ir.Value) -> list[ir.Value]:
-            ii = _broadcast(i, shape, [])
-            in_column = _compare("EQ", columns, ii)
-            column = _sum(_select(in_column, reflectors, zero), [rank - 1], location)
-            column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
-            v = _select(
-                _compare("EQ", rows, ii), one, _select(_compare("GT", rows, ii), column_b, zero)
-            )
-            at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(i, tau_shape, []))
-            tau = _sum(
-                _select(at_index, taus, _broadcast(_zero(element, location), tau_shape, [])),
-                [nb],
-                location,
-            )
-            w = _sum(_mul(_conj(v), q), [rank - 2], location)
-            update = _mul(
-                _mul(_broadcast(tau, shape, batch_dims), v),
-                _broadcast(w, shape, [*batch_dims, rank - 1]),
-            )
-            return [create_value("stablehlo.subtract", [q, update], q.type)]
+    def apply(i: ir.Value, q: ir.Value) -> list[ir.Value]:
+        ii = _broadcast(i, shape, [])
+        in_column = _compare("EQ", columns, ii)
+        column = _sum(_select(in_column, reflectors, zero), [rank - 1], location)
+        column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
+        v = _select(
+            _compare("EQ", rows, ii), one, _select(_compare("GT", rows, ii), column_b, zero)
+        )
+        at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(i, tau_shape, []))
+        tau = _sum(
+            _select(at_index, taus, _broadcast(_zero(element, location), tau_shape, [])),
+            [nb],
+            location,
+        )
+        w = _sum(_mul(_conj(v), q), [rank - 2], location)
+        update = _mul(
+            _mul(_broadcast(tau, shape, batch_dims), v),
+            _broadcast(w, shape, [*batch_dims, rank - 1]),
+        )
+        return [create_value("stablehlo.subtract", [q, update], q.type)]
 
-        (q,) = _column_loop(op, [identity], steps, apply, reverse=True)
+    (q,) = _column_loop(op, [identity], steps, apply, reverse=True)
+    return q
+
+
+def lower_orgqr(op: ir.Operation) -> None:
+    """``?orgqr``/``?ungqr``: Q = H(0) H(1) ... H(k-1), its first n columns.
+
+    Accumulated backwards from the identity, as LAPACK's org2r; each H(i) =
+    I - tau_i v_i v_i^H only touches rows >= i.
+    """
+    reflectors, taus = op.operands
+    with op.location, ir.InsertionPoint(op):
+        q = _orgqr(op, reflectors, taus)
     lower_with(op, [q])
 
 
@@ -583,48 +589,23 @@ def _column_pair(
     return _broadcast(picked, shape, [d for d in range(rank) if d != axis])
 
 
-def _jacobi_rotation(
-    a: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
-) -> tuple[ir.Value, ir.Value]:
-    """One Jacobi rotation J on (p, q): A <- J^H A J zeroes A[p, q], V <- V J."""
-    a_type = ir.RankedTensorType(a.type)
-    shape = list(a_type.shape)
-    rank, batch = len(shape), shape[:-2]
-    batch_dims = list(range(rank - 2))
-    element = a_type.element_type
+def _rotation(
+    app: ir.Value, aqq: ir.Value, apq: ir.Value, element: ir.Type, location: ir.Location
+) -> tuple[ir.Value, ir.Value, ir.Value | None]:
+    """(c, s, phase) of the Jacobi rotation that zeroes [[app, apq], [conj(apq), aqq]]'s corner.
+
+    ``app`` and ``aqq`` are real, ``apq`` of ``element``, all of the batch
+    shape. For a complex ``apq`` the phase g = conj(apq) / |apq| first makes
+    it real; J = [[c, s], [-s g, c g]] on columns (p, q).
+    """
+    batch = list(ir.RankedTensorType(apq.type).shape)
     is_complex = isinstance(element, ir.ComplexType)
     real = element.element_type if is_complex else element
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    zero = _broadcast(_zero(element, location), shape, [])
-    pick = create_value(
-        "stablehlo.and",
-        [
-            _compare("EQ", rows, _broadcast(p, shape, [])),
-            _compare("EQ", columns, _broadcast(q, shape, [])),
-        ],
-        _i1(shape),
-    )
-
-    def entry(r: ir.Value, c: ir.Value) -> ir.Value:
-        at = create_value(
-            "stablehlo.and",
-            [
-                _compare("EQ", rows, _broadcast(r, shape, [])),
-                _compare("EQ", columns, _broadcast(c, shape, [])),
-            ],
-            _i1(shape),
-        )
-        return _sum(_select(at, a, zero), [rank - 2, rank - 1], location)  # [...]
-
-    app, aqq, apq = entry(p, p), entry(q, q), entry(p, q)
-    del pick
     batch_zero = _broadcast(_zero(real, location), batch, [])
     batch_one = _broadcast(_scalar_constant(1.0, real, location), batch, [])
     if is_complex:
-        app, aqq = _part("real", app), _part("real", aqq)
         off = create_value("stablehlo.abs", [apq], _tensor(batch, real))
         safe = _select(_compare("EQ", off, batch_zero), batch_one, off)
-        # g turns A[p, q] real and non-negative: conj(apq) / |apq|.
         phase = create_value("stablehlo.divide", [_conj(apq), _as_element(safe, element)], apq.type)
         phase = _select(
             _compare("EQ", off, batch_zero), _broadcast(_one(element, location), batch, []), phase
@@ -666,37 +647,71 @@ def _jacobi_rotation(
         ],
         t.type,
     )
-    s_ = _mul(t, c)
+    return c, _mul(t, c), phase
+
+
+def _rotate(
+    m: ir.Value,
+    p: ir.Value,
+    q: ir.Value,
+    rotation: tuple[ir.Value, ir.Value, ir.Value | None],
+    location: ir.Location,
+    columns: bool = True,
+) -> ir.Value:
+    """``m J`` on columns (p, q), or ``J^H m`` on rows (p, q) (``columns=False``)."""
+    m_type = ir.RankedTensorType(m.type)
+    shape = list(m_type.shape)
+    rank = len(shape)
+    batch_dims = list(range(rank - 2))
+    element = m_type.element_type
+    c, s, phase = rotation
     cb = _broadcast(_as_element(c, element), shape, batch_dims)
-    sb = _broadcast(_as_element(s_, element), shape, batch_dims)
-    gb = _broadcast(phase, shape, batch_dims) if phase is not None else None
-
-    def columns_op(m: ir.Value) -> ir.Value:
-        col_p = _column_pair(m, p, rank, location, columns=True)
-        col_q = _column_pair(m, q, rank, location, columns=True)
-        if gb is not None:
-            col_q = _mul(gb, col_q)
-        new_p = create_value("stablehlo.subtract", [_mul(cb, col_p), _mul(sb, col_q)], m.type)
-        new_q = create_value("stablehlo.add", [_mul(sb, col_p), _mul(cb, col_q)], m.type)
-        return _select(
-            _compare("EQ", columns, _broadcast(p, shape, [])),
-            new_p,
-            _select(_compare("EQ", columns, _broadcast(q, shape, [])), new_q, m),
-        )
-
-    a1 = columns_op(a)
-    row_p = _column_pair(a1, p, rank, location, columns=False)
-    row_q = _column_pair(a1, q, rank, location, columns=False)
-    if gb is not None:
-        row_q = _mul(_conj(gb), row_q)
-    new_p = create_value("stablehlo.subtract", [_mul(cb, row_p), _mul(sb, row_q)], a.type)
-    new_q = create_value("stablehlo.add", [_mul(sb, row_p), _mul(cb, row_q)], a.type)
-    a2 = _select(
-        _compare("EQ", rows, _broadcast(p, shape, [])),
+    sb = _broadcast(_as_element(s, element), shape, batch_dims)
+    at_p = _column_pair(m, p, rank, location, columns=columns)
+    at_q = _column_pair(m, q, rank, location, columns=columns)
+    if phase is not None:
+        gb = _broadcast(phase, shape, batch_dims)
+        at_q = _mul(gb if columns else _conj(gb), at_q)
+    new_p = create_value("stablehlo.subtract", [_mul(cb, at_p), _mul(sb, at_q)], m.type)
+    new_q = create_value("stablehlo.add", [_mul(sb, at_p), _mul(cb, at_q)], m.type)
+    index = _iota(shape, rank - 1 if columns else rank - 2)
+    return _select(
+        _compare("EQ", index, _broadcast(p, shape, [])),
         new_p,
-        _select(_compare("EQ", rows, _broadcast(q, shape, [])), new_q, a1),
+        _select(_compare("EQ", index, _broadcast(q, shape, [])), new_q, m),
     )
-    return a2, columns_op(v)
+
+
+def _entry(a: ir.Value, r: ir.Value, c: ir.Value, location: ir.Location) -> ir.Value:
+    """A[..., r, c] for every batch."""
+    shape = list(ir.RankedTensorType(a.type).shape)
+    rank = len(shape)
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    at = create_value(
+        "stablehlo.and",
+        [
+            _compare("EQ", rows, _broadcast(r, shape, [])),
+            _compare("EQ", columns, _broadcast(c, shape, [])),
+        ],
+        _i1(shape),
+    )
+    zero = _broadcast(_zero(ir.RankedTensorType(a.type).element_type, location), shape, [])
+    return _sum(_select(at, a, zero), [rank - 2, rank - 1], location)
+
+
+def _jacobi_rotation(
+    a: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """One Jacobi rotation J on (p, q): A <- J^H A J zeroes A[p, q], V <- V J."""
+    element = ir.RankedTensorType(a.type).element_type
+    app, aqq, apq = _entry(a, p, p, location), _entry(a, q, q, location), _entry(a, p, q, location)
+    if isinstance(element, ir.ComplexType):
+        app, aqq = _part("real", app), _part("real", aqq)
+    rotation = _rotation(app, aqq, apq, element, location)
+    a1 = _rotate(a, p, q, rotation, location)
+    return _rotate(a1, p, q, rotation, location, columns=False), _rotate(
+        v, p, q, rotation, location
+    )
 
 
 def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
@@ -720,6 +735,121 @@ def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
     return _reduce_or(_compare("GT", off, limit), list(range(len(batch))), location)
 
 
+def _sort_with_columns(
+    values: ir.Value, matrix: ir.Value, direction: str, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """``values`` ([..., n], real) sorted (stably, LT ascending or GT descending), and
+    ``matrix``'s columns ([..., m, n]) in the same order."""
+    i64 = ir.IntegerType.get_signless(64)
+    values_type = ir.RankedTensorType(values.type)
+    last = len(values_type.shape) - 1
+    order = _iota(list(values_type.shape), last)
+    sort = ir.Operation.create(
+        "stablehlo.sort",
+        results=[values.type, order.type],
+        operands=[values, order],
+        attributes={"dimension": ir.IntegerAttr.get(i64, last), "is_stable": ir.BoolAttr.get(True)},
+        regions=1,
+    )
+    scalar, scalar_i64 = _tensor([], values_type.element_type), _tensor([], i64)
+    comparator = sort.regions[0].blocks.append(scalar, scalar, scalar_i64, scalar_i64)
+    with ir.InsertionPoint(comparator):
+        first = _compare(direction, comparator.arguments[0], comparator.arguments[1])
+        ir.Operation.create("stablehlo.return", operands=[first])
+    sorted_values, permutation = sort.results
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    rank = len(shape)
+    batch_dims = list(range(rank - 2))
+    n = shape[-1]
+    # Column j of the result is column permutation[j]: a product with a one-hot n x n matrix.
+    one_hot_shape = [*shape[:-2], n, n]
+    chosen = _compare(
+        "EQ",
+        _iota(one_hot_shape, rank - 2),
+        _broadcast(permutation, one_hot_shape, [*batch_dims, rank - 1]),
+    )
+    element = matrix_type.element_type
+    one_hot = _select(
+        chosen,
+        _broadcast(_one(element, location), one_hot_shape, []),
+        _broadcast(_zero(element, location), one_hot_shape, []),
+    )
+    ordered = _dot(matrix, one_hot, rank - 1, rank - 2, matrix.type)
+    return sorted_values, ordered
+
+
+def _dot(
+    lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: int, result: ir.Type
+) -> ir.Value:
+    """A batched product over the leading (batch) dimensions of ``lhs`` and ``rhs``."""
+    batch_dims = list(range(len(ir.RankedTensorType(lhs.type).shape) - 2))
+    numbers = ir.Attribute.parse(
+        "#stablehlo.dot<"
+        f"lhs_batching_dimensions = {batch_dims}, rhs_batching_dimensions = {batch_dims}, "
+        f"lhs_contracting_dimensions = [{lhs_contract}], "
+        f"rhs_contracting_dimensions = [{rhs_contract}]>"
+    )
+    return create_value("stablehlo.dot_general", [lhs, rhs], result, dot_dimension_numbers=numbers)
+
+
+# Jacobi sweeps stop after this many, converged or not (they converge
+# quadratically: a few sweeps for the sizes jax programs factor on a CPU).
+MAX_SWEEPS = 50
+
+
+def _jacobi_sweeps(op, values: list[ir.Value], n: int, rotate, unconverged) -> list[ir.Value]:
+    """``values`` after sweeps of ``rotate(*values, p, q, location)`` over every pair p < q.
+
+    Sweeps run while ``unconverged(*values)`` (an i1 scalar) holds, at most
+    MAX_SWEEPS; the pairs come from a constant table, one per iteration.
+    """
+    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
+    if not pairs:
+        return values
+    location = op.location
+    i64 = ir.IntegerType.get_signless(64)
+    table = create_constant(
+        np.array(pairs), ir.RankedTensorType.get([len(pairs), 2], i64), location
+    ).result
+
+    def one_pair(r: ir.Value, *current: ir.Value) -> list[ir.Value]:
+        index = []
+        for column in range(2):
+            slot = create_value(
+                "stablehlo.dynamic_slice",
+                [table, r, _scalar_constant(column, i64, location)],
+                _tensor([1, 1], i64),
+                slice_sizes=ir.DenseI64ArrayAttr.get([1, 1]),
+            )
+            index.append(create_value("stablehlo.reshape", [slot], _tensor([], i64)))
+        return list(rotate(*current, index[0], index[1], location))
+
+    scalar = _tensor([], i64)
+    types = [v.type for v in values]
+    loop = ir.Operation.create(
+        "stablehlo.while",
+        results=[scalar, *types],
+        operands=[_scalar_constant(0, i64, location), *values],
+        regions=2,
+    )
+    condition = loop.regions[0].blocks.append(scalar, *types)
+    with ir.InsertionPoint(condition):
+        sweep, *current = condition.arguments
+        more = _compare("LT", sweep, _scalar_constant(MAX_SWEEPS, i64, location))
+        go = create_value("stablehlo.and", [more, unconverged(*current)], _i1([]))
+        ir.Operation.create("stablehlo.return", operands=[go])
+    body = loop.regions[1].blocks.append(scalar, *types)
+    with ir.InsertionPoint(body):
+        sweep, *current = body.arguments
+        rotated = _column_loop(op, list(current), len(pairs), one_pair)
+        next_sweep = create_value(
+            "stablehlo.add", [sweep, _scalar_constant(1, i64, location)], scalar
+        )
+        ir.Operation.create("stablehlo.return", operands=[next_sweep, *rotated])
+    return list(loop.results)[1:]
+
+
 def lower_syevd(op: ir.Operation) -> None:
     """``?syevd``/``?heevd``: eigenvectors (columns) and ascending eigenvalues of a Hermitian matrix.
 
@@ -734,14 +864,9 @@ def lower_syevd(op: ir.Operation) -> None:
     a_type = ir.RankedTensorType(matrix.type)
     shape = list(a_type.shape)
     rank, n = len(shape), shape[-1]
-    batch = shape[:-2]
-    batch_dims = list(range(rank - 2))
     element = a_type.element_type
-    real = element.element_type if isinstance(element, ir.ComplexType) else element
     lower = _config(op).get("uplo", "L") == "L"
     location = op.location
-    i64 = ir.IntegerType.get_signless(64)
-    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
     with location, ir.InsertionPoint(op):
         a = _hermitian_from(matrix, lower, location)
         rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
@@ -749,47 +874,9 @@ def lower_syevd(op: ir.Operation) -> None:
         identity = _select(
             _compare("EQ", rows, columns), _broadcast(_one(element, location), shape, []), zero
         )
-        if pairs:
-            table = ir.RankedTensorType.get([len(pairs), 2], i64)
-            pair_table = create_constant(np.array(pairs), table, location).result
-
-            def rotate(r: ir.Value, a: ir.Value, v: ir.Value) -> list[ir.Value]:
-                index = []
-                for column in range(2):
-                    slot = create_value(
-                        "stablehlo.dynamic_slice",
-                        [pair_table, r, _scalar_constant(column, i64, location)],
-                        _tensor([1, 1], i64),
-                        slice_sizes=ir.DenseI64ArrayAttr.get([1, 1]),
-                    )
-                    index.append(create_value("stablehlo.reshape", [slot], _tensor([], i64)))
-                return list(_jacobi_rotation(a, v, index[0], index[1], location))
-
-            scalar = _tensor([], i64)
-            loop = ir.Operation.create(
-                "stablehlo.while",
-                results=[scalar, a.type, a.type],
-                operands=[_scalar_constant(0, i64, location), a, identity],
-                regions=2,
-            )
-            condition = loop.regions[0].blocks.append(scalar, a.type, a.type)
-            with ir.InsertionPoint(condition):
-                more = _compare("LT", condition.arguments[0], _scalar_constant(50, i64, location))
-                unconverged = _off_diagonal_large(condition.arguments[1], location)
-                go = create_value("stablehlo.and", [more, unconverged], _i1([]))
-                ir.Operation.create("stablehlo.return", operands=[go])
-            body = loop.regions[1].blocks.append(scalar, a.type, a.type)
-            with ir.InsertionPoint(body):
-                sweep, current, vectors = body.arguments
-                rotated = _column_loop(op, [current, vectors], len(pairs), rotate)
-                next_sweep = create_value(
-                    "stablehlo.add", [sweep, _scalar_constant(1, i64, location)], scalar
-                )
-                ir.Operation.create("stablehlo.return", operands=[next_sweep, *rotated])
-            a, vectors = loop.results[1], loop.results[2]
-        else:
-            vectors = identity
-        real_shape = list(shape)
+        a, vectors = _jacobi_sweeps(
+            op, [a, identity], n, _jacobi_rotation, lambda a, v: _off_diagonal_large(a, location)
+        )
         diagonal_values = _sum(
             _select(_compare("EQ", rows, columns), a, zero), [rank - 2], location
         )  # [..., n]
@@ -798,40 +885,197 @@ def lower_syevd(op: ir.Operation) -> None:
             if isinstance(element, ir.ComplexType)
             else diagonal_values
         )
-        del real_shape
-        order = _iota([*batch, n], rank - 2)
-        sort = ir.Operation.create(
-            "stablehlo.sort",
-            results=[values.type, order.type],
-            operands=[values, order],
-            attributes={
-                "dimension": ir.IntegerAttr.get(i64, rank - 2),
-                "is_stable": ir.BoolAttr.get(True),
-            },
-            regions=1,
-        )
-        scalar_real, scalar_i64 = _tensor([], real), _tensor([], i64)
-        comparator = sort.regions[0].blocks.append(scalar_real, scalar_real, scalar_i64, scalar_i64)
-        with ir.InsertionPoint(comparator):
-            less = _compare("LT", comparator.arguments[0], comparator.arguments[1])
-            ir.Operation.create("stablehlo.return", operands=[less])
-        sorted_values, permutation = sort.results
-        # Column j of the result is column permutation[j] of the vectors.
-        chosen = _compare(
-            "EQ", _iota(shape, rank - 2), _broadcast(permutation, shape, [*batch_dims, rank - 1])
-        )
-        one_hot = _select(chosen, _broadcast(_one(element, location), shape, []), zero)
-        numbers = ir.Attribute.parse(
-            "#stablehlo.dot<"
-            f"lhs_batching_dimensions = {batch_dims}, rhs_batching_dimensions = {batch_dims}, "
-            f"lhs_contracting_dimensions = [{rank - 1}], rhs_contracting_dimensions = [{rank - 2}]>"
-        )
-        ordered = create_value(
-            "stablehlo.dot_general", [vectors, one_hot], a.type, dot_dimension_numbers=numbers
-        )
+        sorted_values, ordered = _sort_with_columns(values, vectors, "LT", location)
         info_type = ir.RankedTensorType(op.results[2].type)
         info = create_constant(np.zeros(info_type.shape), info_type, location).result
     lower_with(op, [ordered, sorted_values, info])
+
+
+def _one_sided_rotation(
+    w: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """The rotation of columns (p, q) of W (and V) that makes them orthogonal (Hestenes)."""
+    w_type = ir.RankedTensorType(w.type)
+    shape = list(w_type.shape)
+    rank = len(shape)
+    element = w_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    columns = _iota(shape, rank - 1)
+    zero = _broadcast(_zero(element, location), shape, [])
+
+    def column(index: ir.Value) -> ir.Value:  # [..., m]
+        chosen = _compare("EQ", columns, _broadcast(index, shape, []))
+        return _sum(_select(chosen, w, zero), [rank - 1], location)
+
+    col_p, col_q = column(p), column(q)
+
+    def norm2(col: ir.Value) -> ir.Value:
+        col_shape = list(ir.RankedTensorType(col.type).shape)
+        magnitude = create_value("stablehlo.abs", [col], _tensor(col_shape, real))
+        return _sum(_mul(magnitude, magnitude), [rank - 2], location)
+
+    gamma = _sum(_mul(_conj(col_p), col_q), [rank - 2], location)
+    rotation = _rotation(norm2(col_p), norm2(col_q), gamma, element, location)
+    return _rotate(w, p, q, rotation, location), _rotate(v, p, q, rotation, location)
+
+
+def _identity(shape: list[int], element: ir.Type, location: ir.Location) -> ir.Value:
+    rank = len(shape)
+    diagonal = _compare("EQ", _iota(shape, rank - 2), _iota(shape, rank - 1))
+    one = _broadcast(_one(element, location), shape, [])
+    return _select(diagonal, one, _broadcast(_zero(element, location), shape, []))
+
+
+def _slice_columns(value: ir.Value, count: int) -> ir.Value:
+    """The first ``count`` columns of ``value``."""
+    value_type = ir.RankedTensorType(value.type)
+    shape = list(value_type.shape)
+    limit = [*shape[:-1], count]
+    return create_value(
+        "stablehlo.slice",
+        [value],
+        _tensor(limit, value_type.element_type),
+        start_indices=ir.DenseI64ArrayAttr.get([0] * len(shape)),
+        limit_indices=ir.DenseI64ArrayAttr.get(limit),
+        strides=ir.DenseI64ArrayAttr.get([1] * len(shape)),
+    )
+
+
+def _adjoint(value: ir.Value) -> ir.Value:
+    return _conj(_transpose_last(value))
+
+
+def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(singular values descending, U m x m, V n x n) of ``a`` ([..., m, n], m >= n)."""
+    location = op.location
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    batch_dims = list(range(rank - 2))
+    m, n = shape[-2], shape[-1]
+    element = a_type.element_type
+    real = element.element_type if isinstance(element, ir.ComplexType) else element
+    gram_type = _tensor([*batch, n, n], element)
+
+    def unconverged(w: ir.Value, v: ir.Value) -> ir.Value:
+        return _off_diagonal_large(_dot(_conj(w), w, rank - 2, rank - 2, gram_type), location)
+
+    w, v = _jacobi_sweeps(
+        op, [a, _identity([*batch, n, n], element, location)], n, _one_sided_rotation, unconverged
+    )
+    magnitude = create_value("stablehlo.abs", [w], _tensor(shape, real))
+    sigma = create_value(
+        "stablehlo.sqrt",
+        [_sum(_mul(magnitude, magnitude), [rank - 2], location)],
+        _tensor([*batch, n], real),
+    )
+    # Both sorted by the unsorted values: the same permutation.
+    _, w = _sort_with_columns(sigma, w, "GT", location)
+    sigma, v = _sort_with_columns(sigma, v, "GT", location)
+    # U's first columns: W's columns normalized. A singular value at rounding
+    # level (below eps max(m, n) times the largest) leaves its column to the
+    # completion below: normalizing noise would not give an orthogonal column.
+    largest = _reduce(
+        [sigma],
+        [_zero(real, location)],
+        [rank - 2],
+        lambda x, y: [create_value("stablehlo.maximum", [x[0], y[0]], x[0].type)],
+    )[0]
+    eps = float(np.finfo(np.float64 if isinstance(real, ir.F64Type) else np.float32).eps)
+    floor = _mul(largest, _broadcast(_scalar_constant(eps * max(m, n), real, location), batch, []))
+    significant = _compare("GT", sigma, _broadcast(floor, [*batch, n], batch_dims))
+    sigma_b = _broadcast(sigma, shape, [*batch_dims, rank - 1])
+    positive = _broadcast(significant, shape, [*batch_dims, rank - 1])
+    safe = _select(positive, sigma_b, _broadcast(_scalar_constant(1.0, real, location), shape, []))
+    u_thin = _select(
+        positive,
+        create_value("stablehlo.divide", [w, _as_element(safe, element)], w.type),
+        _broadcast(_zero(element, location), shape, []),
+    )
+    # Complete U to m x m: Q of [U_thin, I] keeps U_thin's span in its first n
+    # columns and is orthonormal; columns with sigma > 0 keep U_thin itself.
+    stacked_shape = [*batch, m, n + m]
+    stacked = create_value(
+        "stablehlo.concatenate",
+        [u_thin, _identity([*batch, m, m], element, location)],
+        _tensor(stacked_shape, element),
+        dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 1),
+    )
+    taus_shape = [*batch, m]
+    no_taus = _broadcast(_zero(element, location), taus_shape, [])
+    reflectors, taus = _column_loop(
+        op, [stacked, no_taus], m, lambda j, x, t: list(_geqrf_step(x, t, j, location))
+    )
+    q = _orgqr(op, _slice_columns(reflectors, m), taus)
+    square = [*batch, m, m]
+    significance = _select(
+        significant,
+        _broadcast(_scalar_constant(1.0, real, location), [*batch, n], []),
+        _broadcast(_zero(real, location), [*batch, n], []),
+    )
+    if m > n:
+        pad = _broadcast(_zero(element, location), [*batch, m, m - n], [])
+        u_padded = create_value(
+            "stablehlo.concatenate",
+            [u_thin, pad],
+            _tensor(square, element),
+            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 1),
+        )
+        sigma_padded = create_value(
+            "stablehlo.concatenate",
+            [significance, _broadcast(_zero(real, location), [*batch, m - n], [])],
+            _tensor([*batch, m], real),
+            dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 2),
+        )
+    else:
+        u_padded, sigma_padded = u_thin, significance
+    keep = _compare(
+        "GT",
+        _broadcast(sigma_padded, square, [*batch_dims, rank - 1]),
+        _broadcast(_zero(real, location), square, []),
+    )
+    return sigma, _select(keep, u_padded, q), v
+
+
+def lower_gesdd(op: ir.Operation) -> None:
+    """``?gesdd``: singular values (descending) and, by ``mode``, U and V^H.
+
+    One-sided Jacobi (Hestenes) on the columns of A, or of A^H when A is
+    wide: rotations make the columns orthogonal, their norms are the
+    singular values and, normalized, U's first columns; V accumulates the
+    rotations. U is completed to a square orthonormal matrix by a
+    Householder QR of [U, I]. Mode 'A' gives the square U and V^H, 'S' their
+    first min(m, n) columns and rows, 'N' zeros for both. Singular vectors
+    are unique up to a phase, which may differ from LAPACK's. The input is
+    returned unchanged as the first result (LAPACK overwrites it); ``info`` is 0.
+    """
+    (matrix,) = op.operands
+    a_type = ir.RankedTensorType(matrix.type)
+    shape = list(a_type.shape)
+    m, n = shape[-2], shape[-1]
+    mode = _config(op).get("mode", "A")
+    location = op.location
+    u_type, vt_type = op.results[2].type, op.results[3].type
+    with location, ir.InsertionPoint(op):
+        if m >= n:
+            sigma, u, v = _svd_tall(op, matrix)  # A = U S V^H
+        else:
+            sigma, v, u = _svd_tall(op, _adjoint(matrix))  # A^H = V S U^H
+        k = min(m, n)
+        if mode == "S":
+            u, vt = (_slice_columns(u, k), _adjoint(_slice_columns(v, k)))
+        else:
+            vt = _adjoint(v)
+        if mode == "N":
+            u = _broadcast(
+                _zero(a_type.element_type, location), list(ir.RankedTensorType(u_type).shape), []
+            )
+            vt = _broadcast(
+                _zero(a_type.element_type, location), list(ir.RankedTensorType(vt_type).shape), []
+            )
+        info_type = ir.RankedTensorType(op.results[4].type)
+        info = create_constant(np.zeros(info_type.shape), info_type, location).result
+    lower_with(op, [matrix, sigma, u, vt, info])
 
 
 def lower_trsm(op: ir.Operation) -> None:

@@ -41,6 +41,7 @@ BUILTIN: dict[str, str] = {
     # syevd for real types, heevd for complex ones.
     **{f"lapack_{t}syevd_ffi": f"{_LAPACK}:lower_syevd" for t in "sd"},
     **{f"lapack_{t}heevd_ffi": f"{_LAPACK}:lower_syevd" for t in "cz"},
+    **{f"lapack_{t}gesdd_ffi": f"{_LAPACK}:lower_gesdd" for t in "sdcz"},
 }
 
 # Registered by users of this process; sent to the worker with each request.

@@ -159,6 +159,43 @@ def test_eigvalsh_reads_one_triangle() -> None:
     np.testing.assert_allclose(shlo.compile(exported)(junk), np.linalg.eigvalsh(a), rtol=1e-10)
 
 
+SVD_CASES = [
+    *[
+        (dtype, rtol, shape, True)
+        for dtype, rtol in DTYPES
+        for shape in [(5, 3), (3, 5), (2, 6, 4)]
+    ],
+    *[(dtype, rtol, shape, False) for dtype, rtol in DTYPES[1:3] for shape in [(5, 3), (3, 5)]],
+    (np.float32, 2e-4, (4, 4), False),
+]
+
+
+@pytest.mark.parametrize(("dtype", "rtol", "shape", "full_matrices"), SVD_CASES)
+def test_svd(dtype, rtol, shape, full_matrices) -> None:
+    """Singular values match jax; U and V^H are unitary and rebuild A (their phases are free)."""
+    a = general(shape[:-2], *shape[-2:], dtype)
+    svd = lambda x: jnp.linalg.svd(x, full_matrices=full_matrices)  # noqa: E731
+    u, s, vt = shlo.compile(export.export(jax.jit(svd), platforms=["cpu"])(a))(a)
+    _, want_s, _ = svd(a)
+    tol = rtol * 50
+    np.testing.assert_allclose(s, np.asarray(want_s), rtol=tol, atol=tol)
+    k = min(shape[-2:])
+    rebuilt = (u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :]
+    np.testing.assert_allclose(rebuilt, a, atol=tol * np.abs(a).max())
+    for q in (u, np.conj(np.swapaxes(vt, -1, -2))):
+        eye = np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2)
+        np.testing.assert_allclose(np.conj(np.swapaxes(q, -1, -2)) @ q, eye, atol=tol)
+    check(lambda x: jnp.linalg.svd(x, compute_uv=False), a, rtol=tol)
+
+
+def test_svd_of_a_rank_deficient_matrix() -> None:
+    a = np.outer(np.arange(1.0, 6.0), np.array([1.0, -2.0, 0.5]))  # rank 1
+    u, s, vt = shlo.compile(export.export(jax.jit(jnp.linalg.svd), platforms=["cpu"])(a))(a)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+    np.testing.assert_allclose(u.T @ u, np.eye(5), atol=1e-12)
+    np.testing.assert_allclose((u[:, :3] * s) @ vt, a, atol=1e-12)
+
+
 def test_unknown_target_names_its_python_line() -> None:
     a = np.eye(3, dtype=np.float32)
     exported = export.export(jax.jit(jnp.linalg.eig), platforms=["cpu"])(a)
