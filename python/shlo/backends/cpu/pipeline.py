@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 
 from shlo.dtypes import EMULATED_FLOATS
+from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION
 from shlo.to_linalg import DECOMPOSITIONS, to_linalg_stage
 
 
@@ -103,15 +104,7 @@ class CodegenStrategy:
 # Fuse elementwise producers into consumers, then emit scalar loops.
 SCALAR_LOOPS = CodegenStrategy(
     name="scalar-loops",
-    tensor_passes=(
-        # Linear-time fusion of elementwise trees first; upstream's quadratic
-        # fusion then sees few ops.
-        "shlo-fuse-elementwise-trees",
-        "func.func(linalg-fuse-elementwise-ops)",
-        # After upstream fusion, which the fences above keep from recomputing producers.
-        "shlo-remove-fusion-fences",
-        "canonicalize",
-    ),
+    tensor_passes=ELEMENTWISE_FUSION,
     loop_passes=(
         "func.func(convert-linalg-to-loops)",
         # Polynomials instead of a libm call per element, within 1.33 ULP
@@ -128,25 +121,6 @@ VECTORIZED = CodegenStrategy(
     # f32 and i32 matmuls and convolutions: register tiles of FMAs on zmm.
     recipes=("vectorize-matmul", "vectorize-conv"),
     vectorize=True,
-)
-
-# Arguments and results keep identity layouts so numpy arrays pass as they are;
-# results become out-parameters that the caller allocates, and static result
-# allocations are replaced by those parameters (no copy back).
-_BUFFERIZE = (
-    "shlo-copy-duplicate-results",
-    "shlo-read-only-arguments",
-    # Loops (scf.while from stablehlo.while) may yield fresh buffers.
-    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
-    "function-boundary-type-conversion=identity-layout-map}",
-    # Loops over tiles yield the buffer they write in place: folded, the
-    # result is the allocation itself, which the next pass can hoist.
-    "canonicalize",
-    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
-    "canonicalize",
-    "buffer-deallocation-pipeline",
-    # The JIT has no memrefCopy: copies of strided views become linalg.copy.
-    "shlo-lower-strided-copies",
 )
 
 _TO_LLVM = (
@@ -229,7 +203,7 @@ class CpuPipeline:
         return [
             ("legalize-to-linalg", to_linalg_stage("cpu", self.pre_linalg)),
             ("tensor-codegen", self.strategy.tensor_stage(self.thread_count)),
-            ("bufferize", list(_BUFFERIZE)),
+            ("bufferize", list(BUFFERIZE)),
             ("loop-codegen", self.strategy.loop_stage(self.thread_count)),
             ("to-llvm", list(_TO_LLVM)),
         ]

@@ -36,6 +36,7 @@ from shlo.diagnostics import ShloError
 from shlo.dtypes import EMULATED_FLOATS
 from shlo.io import module_to_bytecode
 from shlo.ir_utils import ops_named
+from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION
 from shlo.pipeline import run_pipeline
 
 # Threads per block of every kernel: a multiple of the warp size that fits
@@ -45,32 +46,9 @@ THREADS_PER_BLOCK = 256
 # The name of the one gpu.module (and gpu.binary) holding every kernel.
 KERNEL_MODULE = "shlo_kernels"
 
-TENSOR_STAGE = (
-    # Linear-time fusion of elementwise trees first; upstream's quadratic
-    # fusion then sees few ops.
-    "shlo-fuse-elementwise-trees",
-    "func.func(linalg-fuse-elementwise-ops)",
-    # After upstream fusion, which the fences above keep from recomputing producers.
-    "shlo-remove-fusion-fences",
-    "canonicalize",
-)
-
-# As the CPU backend: arguments and results keep identity layouts, results
-# become out-parameters that the caller allocates.
-BUFFERIZE_STAGE = (
-    "shlo-copy-duplicate-results",
-    "shlo-read-only-arguments",
-    # Loops (scf.while from stablehlo.while) may yield fresh buffers.
-    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
-    "function-boundary-type-conversion=identity-layout-map}",
-    "canonicalize",
-    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
-    "canonicalize",
-    "buffer-deallocation-pipeline",
-    # Copies of strided views become linalg.copy, hence kernels, not a
-    # runtime memrefCopy on the host.
-    "shlo-lower-strided-copies",
-)
+# Elementwise chains become one kernel; bufferized as on the CPU.
+TENSOR_STAGE = ELEMENTWISE_FUSION
+BUFFERIZE_STAGE = BUFFERIZE
 
 
 def kernel_stage(threads_per_block: int = THREADS_PER_BLOCK) -> list[str]:
