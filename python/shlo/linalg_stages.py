@@ -1,10 +1,13 @@
-"""The stages on linalg that every backend runs: elementwise fusion and bufferization.
+"""The stages every backend runs after the lowering to linalg (``shlo.to_linalg``).
 
-Between the shared lowering to linalg (``shlo.to_linalg``) and each
-backend's own code generation.
+Elementwise fusion and bufferization before each backend's own code
+generation, and the first steps of the host code's way to the LLVM dialect
+after it.
 """
 
 from __future__ import annotations
+
+from shlo.dtypes import EMULATED_FLOATS
 
 # Fuse elementwise producers into their consumers, never recomputing one.
 ELEMENTWISE_FUSION: tuple[str, ...] = (
@@ -35,4 +38,25 @@ BUFFERIZE: tuple[str, ...] = (
     # No runtime has memrefCopy: copies of strided views become linalg.copy
     # (loops on the CPU, kernels on a GPU).
     "shlo-lower-strided-copies",
+)
+
+# The host code's first steps to the LLVM dialect: the runtime's ABI, memory,
+# and the float types LLVM cannot compute in.
+HOST_TO_LLVM_START: tuple[str, ...] = (
+    # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
+    "shlo-pack-entry-arguments",
+    # Complex math becomes arith and math ops, which later passes lower.
+    "convert-complex-to-standard",
+    "convert-scf-to-cf",
+    "expand-strided-metadata",
+    "lower-affine",
+    # Allocations call _mlir_memref_to_llvm_alloc & co., which each runtime
+    # provides: checked malloc on the CPU, managed memory for CUDA.
+    "finalize-memref-to-llvm{use-generic-functions=true}",
+    # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
+    # AVX512-BF16 and calls compiler-rt (absent) on the others.
+    "arith-emulate-unsupported-floats{source-types="
+    + ",".join(("bf16", *EMULATED_FLOATS))
+    + " target-type=f32}",
+    "math-extend-to-supported-types{target-type=f32}",
 )

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from shlo.dtypes import EMULATED_FLOATS
-from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION
+from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION, HOST_TO_LLVM_START
 from shlo.to_linalg import DECOMPOSITIONS, to_linalg_stage
 
 
@@ -124,22 +123,7 @@ VECTORIZED = CodegenStrategy(
 )
 
 _TO_LLVM = (
-    # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
-    "shlo-pack-entry-arguments",
-    # Complex math becomes arith and math ops, which the passes below lower.
-    "convert-complex-to-standard",
-    "convert-scf-to-cf",
-    "expand-strided-metadata",
-    "lower-affine",
-    # Allocations call _mlir_memref_to_llvm_alloc & co., which the runtime
-    # checks: a failed malloc becomes an error instead of a null write.
-    "finalize-memref-to-llvm{use-generic-functions=true}",
-    # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
-    # AVX512-BF16 and calls compiler-rt (absent) on the others.
-    "arith-emulate-unsupported-floats{source-types="
-    + ",".join(("bf16", *EMULATED_FLOATS))
-    + " target-type=f32}",
-    "math-extend-to-supported-types{target-type=f32}",
+    *HOST_TO_LLVM_START,
     "shlo-precise-libm-calls",
     # Right after the emulation: its f8/f4 extf/truncf become integer code.
     "shlo-expand-small-float-conversions",

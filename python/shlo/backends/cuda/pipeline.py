@@ -33,10 +33,9 @@ from shlo.backends.cuda.ptx import (
     ptx_to_cubin,
 )
 from shlo.diagnostics import ShloError
-from shlo.dtypes import EMULATED_FLOATS
 from shlo.io import module_to_bytecode
 from shlo.ir_utils import ops_named
-from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION
+from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION, HOST_TO_LLVM_START
 from shlo.pipeline import run_pipeline
 
 # Threads per block of every kernel: a multiple of the warp size that fits
@@ -105,19 +104,7 @@ def device_stage(arch: str) -> list[str]:
 
 
 HOST_STAGE = (
-    # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
-    "shlo-pack-entry-arguments",
-    "convert-complex-to-standard",
-    "convert-scf-to-cf",
-    "expand-strided-metadata",
-    "lower-affine",
-    # Allocations call _mlir_memref_to_llvm_alloc & co., which the CUDA
-    # runtime implements with managed memory that host and kernels share.
-    "finalize-memref-to-llvm{use-generic-functions=true}",
-    "arith-emulate-unsupported-floats{source-types="
-    + ",".join(("bf16", *EMULATED_FLOATS))
-    + " target-type=f32}",
-    "math-extend-to-supported-types{target-type=f32}",
+    *HOST_TO_LLVM_START,
     "convert-math-to-llvm",
     "convert-math-to-libm",
     "convert-arith-to-llvm",
