@@ -11,7 +11,15 @@ import shlo
 from jax import export
 from shlo import ShloError, custom_calls
 
-jax.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True, scope="module")
+def float64_in_jax():
+    """f64 and c128 programs need jax's x64 mode; only for this module's tests."""
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", previous)
+
 
 RNG = np.random.default_rng(0)
 

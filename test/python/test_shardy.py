@@ -279,13 +279,9 @@ def test_shlo_opt_prints_the_linalg_export(tmp_path, linalg_exports):
 
 def test_compile_gets_past_loading(linalg_exports):
     exported = linalg_exports["inv"]
-    try:
-        result = shlo.compile(exported.mlir_module_serialized)(_SQUARE)
-    except shlo.ShloError as error:
-        # LAPACK custom calls have no CPU handler yet (issue #12).
-        assert "custom call @lapack_sgetrf_ffi is not supported" in str(error)
-    else:
-        np.testing.assert_allclose(np.asarray(result), np.linalg.inv(_SQUARE), rtol=1e-5)
+    # Loaded, and its LAPACK calls compiled by their handlers (shlo.custom_calls).
+    result = shlo.compile(exported.mlir_module_serialized)(_SQUARE)
+    np.testing.assert_allclose(np.asarray(result), np.linalg.inv(_SQUARE), rtol=1e-5)
 
 
 def _module(body: str, attributes: str = "") -> str:
@@ -394,7 +390,8 @@ def test_complex_constants_with_sdy_annotations_load() -> None:
     a = (np.eye(3) * (2 + 1j)).astype(np.complex64)
     exported = jax.export.export(jax.jit(lambda a: jnp.linalg.inv(a) + (1 + 2j)))(a)
     assert "sdy." in exported.mlir_module()
-    with pytest.raises(shlo.ShloError) as raised:
-        shlo.compile(exported.mlir_module_serialized)
-    # Loaded: it now stops at the LAPACK custom calls, which have no handler yet.
-    assert "custom call @lapack_cgetrf_ffi is not supported on target cpu" in str(raised.value)
+    # Loaded, and its LAPACK calls (cgetrf, ctrsm) compiled by their handlers.
+    got = shlo.compile(exported.mlir_module_serialized)(a)
+    np.testing.assert_allclose(
+        got, np.asarray(jax.jit(lambda a: jnp.linalg.inv(a) + (1 + 2j))(a)), rtol=1e-5
+    )
