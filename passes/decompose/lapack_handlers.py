@@ -49,22 +49,13 @@ def _iota(shape: list[int], dimension: int) -> ir.Value:
 
 def _reduce_or(values: ir.Value, dimensions: list[int], location: ir.Location) -> ir.Value:
     """``values`` (i1) or-ed over ``dimensions``."""
-    shape = list(ir.RankedTensorType(values.type).shape)
-    kept = [size for d, size in enumerate(shape) if d not in dimensions]
     false = create_constant(np.zeros((), bool), ir.RankedTensorType(_i1([])), location).result
-    reduce = ir.Operation.create(
-        "stablehlo.reduce",
-        results=[_i1(kept)],
-        operands=[values, false],
-        attributes={"dimensions": ir.DenseI64ArrayAttr.get(dimensions)},
-        regions=1,
-    )
-    scalar = _i1([])
-    block = reduce.regions[0].blocks.append(scalar, scalar)
-    with ir.InsertionPoint(block):
-        either = create_value("stablehlo.or", list(block.arguments), scalar)
-        ir.Operation.create("stablehlo.return", operands=[either])
-    return reduce.result
+    return _reduce(
+        [values],
+        [false],
+        dimensions,
+        lambda a, b: [create_value("stablehlo.or", [a[0], b[0]], a[0].type)],
+    )[0]
 
 
 def _tensor(shape: list[int], element: ir.Type) -> ir.RankedTensorType:
@@ -122,6 +113,15 @@ def _zero(element: ir.Type, location: ir.Location) -> ir.Value:
         part = _zero(element.element_type, location)
         return create_value("stablehlo.complex", [part, part], _tensor([], element))
     return create_constant(np.zeros(()), _tensor([], element), location).result
+
+
+def _zeros(shape: list[int], element: ir.Type, location: ir.Location) -> ir.Value:
+    return _broadcast(_zero(element, location), shape, [])
+
+
+def _eps(real: ir.Type) -> float:
+    """The machine epsilon of f32, or of f64."""
+    return float(np.finfo(np.float64 if isinstance(real, ir.F64Type) else np.float32).eps)
 
 
 def _sum(value: ir.Value, dimensions: list[int], location: ir.Location) -> ir.Value:
@@ -212,7 +212,7 @@ def _getrf_step(
     )
     batch_dims = list(range(nb))
     pp = _broadcast(pivot_row, shape, batch_dims)
-    zero = _broadcast(_zero(element, location), shape, [])
+    zero = _zeros(shape, element, location)
     at_k, at_p = _compare("EQ", rows, kk), _compare("EQ", rows, pp)
     row_k = _sum(_select(at_k, matrix, zero), [rank - 2], location)
     row_p = _sum(_select(at_p, matrix, zero), [rank - 2], location)
@@ -275,34 +275,19 @@ def lower_getrf(op: ir.Operation) -> None:
     matrix_type = ir.RankedTensorType(matrix.type)
     shape = list(matrix_type.shape)
     steps = min(shape[-2:])
-    i64 = ir.IntegerType.get_signless(64)
     location = op.location
     with location, ir.InsertionPoint(op):
-        scalar = _tensor([], i64)
-        start = _scalar_constant(0, i64, location)
         pivots_type = ir.RankedTensorType(op.results[1].type)
         no_pivots = create_constant(np.zeros(pivots_type.shape), pivots_type, location).result
-        loop = ir.Operation.create(
-            "stablehlo.while",
-            results=[scalar, matrix.type, pivots_type],
-            operands=[start, matrix, no_pivots],
-            regions=2,
+        lu, pivots = _column_loop(
+            op,
+            [matrix, no_pivots],
+            steps,
+            lambda k, a, p: list(_getrf_step(a, p, k, location)),
         )
-        condition = loop.regions[0].blocks.append(scalar, matrix.type, pivots_type)
-        with ir.InsertionPoint(condition):
-            end = _scalar_constant(steps, i64, location)
-            ir.Operation.create(
-                "stablehlo.return", operands=[_compare("LT", condition.arguments[0], end)]
-            )
-        body = loop.regions[1].blocks.append(scalar, matrix.type, pivots_type)
-        with ir.InsertionPoint(body):
-            k, current, pivots = body.arguments
-            next_matrix, next_pivots = _getrf_step(current, pivots, k, location)
-            next_k = create_value("stablehlo.add", [k, _scalar_constant(1, i64, location)], scalar)
-            ir.Operation.create("stablehlo.return", operands=[next_k, next_matrix, next_pivots])
         info_type = ir.RankedTensorType(op.results[2].type)
         info = create_constant(np.zeros(info_type.shape), info_type, location).result
-    lower_with(op, [loop.results[1], loop.results[2], info])
+    lower_with(op, [lu, pivots, info])
 
 
 def _part(kind: str, value: ir.Value) -> ir.Value:
@@ -351,8 +336,8 @@ def _geqrf_step(
     real = element.element_type if is_complex else element
     rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
     jj = _broadcast(j, shape, [])
-    zero = _broadcast(_zero(element, location), shape, [])
-    real_zero = _broadcast(_zero(real, location), shape, [])
+    zero = _zeros(shape, element, location)
+    real_zero = _zeros(shape, real, location)
     in_column, at_row = _compare("EQ", columns, jj), _compare("EQ", rows, jj)
     below = _compare("GT", rows, jj)
     column = _sum(_select(in_column, matrix, zero), [rank - 1], location)  # [..., m]
@@ -380,7 +365,7 @@ def _geqrf_step(
         below_norm2.type,
     )
     alpha_real = _part("real", alpha) if is_complex else alpha
-    batch_zero = _broadcast(_zero(real, location), batch, [])
+    batch_zero = _zeros(batch, real, location)
     negative_norm = create_value("stablehlo.negate", [norm], norm.type)
     beta = _select(_compare("GE", alpha_real, batch_zero), negative_norm, norm)
     trivial = _compare("EQ", below_norm2, batch_zero)
@@ -394,7 +379,7 @@ def _geqrf_step(
         [create_value("stablehlo.subtract", [beta_e, alpha], alpha.type), beta_e],
         alpha.type,
     )
-    tau = _select(trivial, _broadcast(_zero(element, location), batch, []), tau)
+    tau = _select(trivial, _zeros(batch, element, location), tau)
     scale = create_value(
         "stablehlo.divide",
         [
@@ -485,7 +470,7 @@ def lower_geqrf(op: ir.Operation) -> None:
     location = op.location
     with location, ir.InsertionPoint(op):
         element = taus_type.element_type
-        no_taus = _broadcast(_zero(element, location), list(taus_type.shape), [])
+        no_taus = _zeros(list(taus_type.shape), element, location)
         result, taus = _column_loop(
             op,
             [matrix, no_taus],
@@ -505,9 +490,9 @@ def _orgqr(op: ir.Operation, reflectors: ir.Value, taus: ir.Value) -> ir.Value:
     steps = ir.RankedTensorType(taus.type).shape[-1]
     location = op.location
     rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    zero = _broadcast(_zero(element, location), shape, [])
+    zero = _zeros(shape, element, location)
     one = _broadcast(_one(element, location), shape, [])
-    identity = _select(_compare("EQ", rows, columns), one, zero)
+    identity = _identity(shape, element, location)
     tau_shape = list(ir.RankedTensorType(taus.type).shape)
 
     def apply(i: ir.Value, q: ir.Value) -> list[ir.Value]:
@@ -520,7 +505,7 @@ def _orgqr(op: ir.Operation, reflectors: ir.Value, taus: ir.Value) -> ir.Value:
         )
         at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(i, tau_shape, []))
         tau = _sum(
-            _select(at_index, taus, _broadcast(_zero(element, location), tau_shape, [])),
+            _select(at_index, taus, _zeros(tau_shape, element, location)),
             [nb],
             location,
         )
@@ -582,7 +567,7 @@ def _column_pair(
     element = ir.RankedTensorType(m.type).element_type
     axis = rank - 1 if columns else rank - 2
     iota = _iota(shape, axis)
-    zero = _broadcast(_zero(element, location), shape, [])
+    zero = _zeros(shape, element, location)
     picked = _sum(
         _select(_compare("EQ", iota, _broadcast(index, shape, [])), m, zero), [axis], location
     )
@@ -601,7 +586,7 @@ def _rotation(
     batch = list(ir.RankedTensorType(apq.type).shape)
     is_complex = isinstance(element, ir.ComplexType)
     real = element.element_type if is_complex else element
-    batch_zero = _broadcast(_zero(real, location), batch, [])
+    batch_zero = _zeros(batch, real, location)
     batch_one = _broadcast(_scalar_constant(1.0, real, location), batch, [])
     if is_complex:
         off = create_value("stablehlo.abs", [apq], _tensor(batch, real))
@@ -695,7 +680,7 @@ def _entry(a: ir.Value, r: ir.Value, c: ir.Value, location: ir.Location) -> ir.V
         ],
         _i1(shape),
     )
-    zero = _broadcast(_zero(ir.RankedTensorType(a.type).element_type, location), shape, [])
+    zero = _zeros(shape, ir.RankedTensorType(a.type).element_type, location)
     return _sum(_select(at, a, zero), [rank - 2, rank - 1], location)
 
 
@@ -721,11 +706,11 @@ def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
     rank = len(shape)
     element = a_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
-    eps = float(np.finfo(np.float64 if isinstance(real, ir.F64Type) else np.float32).eps)
+    eps = _eps(real)
     magnitude = create_value("stablehlo.abs", [a], _tensor(shape, real))
     squares = _mul(magnitude, magnitude)
     rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    real_zero = _broadcast(_zero(real, location), shape, [])
+    real_zero = _zeros(shape, real, location)
     off = _sum(
         _select(_compare("NE", rows, columns), squares, real_zero), [rank - 2, rank - 1], location
     )
@@ -773,7 +758,7 @@ def _sort_with_columns(
     one_hot = _select(
         chosen,
         _broadcast(_one(element, location), one_hot_shape, []),
-        _broadcast(_zero(element, location), one_hot_shape, []),
+        _zeros(one_hot_shape, element, location),
     )
     ordered = _dot(matrix, one_hot, rank - 1, rank - 2, matrix.type)
     return sorted_values, ordered
@@ -870,10 +855,8 @@ def lower_syevd(op: ir.Operation) -> None:
     with location, ir.InsertionPoint(op):
         a = _hermitian_from(matrix, lower, location)
         rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-        zero = _broadcast(_zero(element, location), shape, [])
-        identity = _select(
-            _compare("EQ", rows, columns), _broadcast(_one(element, location), shape, []), zero
-        )
+        zero = _zeros(shape, element, location)
+        identity = _identity(shape, element, location)
         a, vectors = _jacobi_sweeps(
             op, [a, identity], n, _jacobi_rotation, lambda a, v: _off_diagonal_large(a, location)
         )
@@ -901,7 +884,7 @@ def _one_sided_rotation(
     element = w_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
     columns = _iota(shape, rank - 1)
-    zero = _broadcast(_zero(element, location), shape, [])
+    zero = _zeros(shape, element, location)
 
     def column(index: ir.Value) -> ir.Value:  # [..., m]
         chosen = _compare("EQ", columns, _broadcast(index, shape, []))
@@ -923,7 +906,7 @@ def _identity(shape: list[int], element: ir.Type, location: ir.Location) -> ir.V
     rank = len(shape)
     diagonal = _compare("EQ", _iota(shape, rank - 2), _iota(shape, rank - 1))
     one = _broadcast(_one(element, location), shape, [])
-    return _select(diagonal, one, _broadcast(_zero(element, location), shape, []))
+    return _select(diagonal, one, _zeros(shape, element, location))
 
 
 def _slice_columns(value: ir.Value, count: int) -> ir.Value:
@@ -981,7 +964,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
         [rank - 2],
         lambda x, y: [create_value("stablehlo.maximum", [x[0], y[0]], x[0].type)],
     )[0]
-    eps = float(np.finfo(np.float64 if isinstance(real, ir.F64Type) else np.float32).eps)
+    eps = _eps(real)
     floor = _mul(largest, _broadcast(_scalar_constant(eps * max(m, n), real, location), batch, []))
     significant = _compare("GT", sigma, _broadcast(floor, [*batch, n], batch_dims))
     sigma_b = _broadcast(sigma, shape, [*batch_dims, rank - 1])
@@ -990,7 +973,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     u_thin = _select(
         positive,
         create_value("stablehlo.divide", [w, _as_element(safe, element)], w.type),
-        _broadcast(_zero(element, location), shape, []),
+        _zeros(shape, element, location),
     )
     # Complete U to m x m: Q of [U_thin, I] keeps U_thin's span in its first n
     # columns and is orthonormal; columns with sigma > 0 keep U_thin itself.
@@ -1002,7 +985,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
         dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 1),
     )
     taus_shape = [*batch, m]
-    no_taus = _broadcast(_zero(element, location), taus_shape, [])
+    no_taus = _zeros(taus_shape, element, location)
     reflectors, taus = _column_loop(
         op, [stacked, no_taus], m, lambda j, x, t: list(_geqrf_step(x, t, j, location))
     )
@@ -1011,10 +994,10 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     significance = _select(
         significant,
         _broadcast(_scalar_constant(1.0, real, location), [*batch, n], []),
-        _broadcast(_zero(real, location), [*batch, n], []),
+        _zeros([*batch, n], real, location),
     )
     if m > n:
-        pad = _broadcast(_zero(element, location), [*batch, m, m - n], [])
+        pad = _zeros([*batch, m, m - n], element, location)
         u_padded = create_value(
             "stablehlo.concatenate",
             [u_thin, pad],
@@ -1023,7 +1006,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
         )
         sigma_padded = create_value(
             "stablehlo.concatenate",
-            [significance, _broadcast(_zero(real, location), [*batch, m - n], [])],
+            [significance, _zeros([*batch, m - n], real, location)],
             _tensor([*batch, m], real),
             dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 2),
         )
@@ -1032,7 +1015,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     keep = _compare(
         "GT",
         _broadcast(sigma_padded, square, [*batch_dims, rank - 1]),
-        _broadcast(_zero(real, location), square, []),
+        _zeros(square, real, location),
     )
     return sigma, _select(keep, u_padded, q), v
 
