@@ -260,6 +260,18 @@ def _storage_element_type(element: str) -> str:
     return mlir_element_type(element)
 
 
+def _program(source: Source | bytearray) -> tuple[str | bytes, str]:
+    """What the worker reads: a file's path, or the program's bytes; and its file name."""
+    if names_a_file(source):
+        path = existing_path(source)  # type: ignore[arg-type]
+        return path, path
+    if isinstance(source, ir.Module):
+        # Already parsed by the caller: the worker reads it back from bytecode.
+        return module_to_bytecode(source), "<string>"
+    # Text is never a file name from here on; "<string>" as the parser names it.
+    return (source.encode() if isinstance(source, str) else bytes(source)), "<string>"
+
+
 def compile(
     source: Source,
     target: str = "cpu",
@@ -301,16 +313,7 @@ def compile(
         keywords = {"isolate": isolate, "pipeline": pipeline, "threads": threads, "arch": arch}
         limits = {"timeout": timeout, "max_bytes": max_bytes, "cache_size": cache_size}
         return shlo_jax.ExportedFunction(exported, target, **keywords, **limits)  # type: ignore[return-value]
-    filename = "<string>"  # as the parser names text and bytecode
-    if names_a_file(source):
-        source = filename = existing_path(source)  # type: ignore[arg-type]
-    elif isinstance(source, str):
-        source = source.encode()  # text, never a file name, from here on
-    elif isinstance(source, bytearray):
-        source = bytes(source)
-    elif isinstance(source, ir.Module):
-        # Already parsed by the caller: the worker reads it back from bytecode.
-        source = module_to_bytecode(source)
+    source, filename = _program(source)
     signature = _inspect(source, entry, filename, isolate, timeout)
     params = []
     for index, (shape, element) in enumerate(signature.params):
@@ -338,7 +341,7 @@ def compile(
 
 
 def emit(
-    source: str | bytes | os.PathLike[str],
+    source: Source,
     target: str = "cpu",
     kind: str | None = None,
     entry: str = "main",
@@ -358,11 +361,7 @@ def emit(
     kind = kind or backend.emit_kinds[0]
     if kind not in backend.emit_kinds:
         raise ValueError(f"--emit={kind}: target {target} emits {', '.join(backend.emit_kinds)}")
-    filename = "<string>"
-    if names_a_file(source):
-        source = filename = existing_path(source)  # type: ignore[arg-type]
-    elif isinstance(source, str):
-        source = source.encode()
+    source, filename = _program(source)
     return shared_worker().call(
         "emit",
         custom_calls=custom_calls.user_registrations(),

@@ -625,27 +625,28 @@ TARGETS = ("cpu", "cuda-ptx", "cuda")
 CUDA_PTX_ARCHS = ("sm_80", "sm_90")
 
 
-def compile_for_cuda(module: ir.Module, name: str, filename: str) -> tuple[str, str]:
-    """("pass", "") when ``name`` compiles to PTX that ptxas accepts for every CUDA_PTX_ARCHS."""
+def _lower_for_cuda(source: bytes, name: str, filename: str, arch: str) -> Any:
+    """The CUDA backend's lowering of ``name`` for ``arch``, with a 16 GiB array limit."""
     from shlo.backends.cuda import CudaBackend, CudaOptions
 
-    backend = CudaBackend()
+    return CudaBackend().lower(source, name, None, CudaOptions(arch), filename, 16 << 30)
+
+
+def compile_for_cuda(module: ir.Module, name: str, filename: str) -> tuple[str, str]:
+    """("pass", "") when ``name`` compiles to PTX that ptxas accepts for every CUDA_PTX_ARCHS."""
     source = module_to_bytecode(module)
     for arch in CUDA_PTX_ARCHS:
-        lowered = backend.lower(source, name, None, CudaOptions(arch), filename, 16 << 30)
+        lowered = _lower_for_cuda(source, name, filename, arch)
         if lowered.kernels and lowered.cubin is None:
             return "error", "ptxas is missing (install the cuda extra)"
     return "pass", ""
 
 
 def _load_for_cuda(module: ir.Module, name: str, filename: str) -> Any:
-    from shlo.backends.cuda import CudaBackend, CudaOptions
+    from shlo.backends.cuda import CudaBackend
 
-    backend = CudaBackend()
-    lowered = backend.lower(
-        module_to_bytecode(module), name, None, CudaOptions(CUDA_PTX_ARCHS[0]), filename, 16 << 30
-    )
-    return backend.load(lowered)
+    lowered = _lower_for_cuda(module_to_bytecode(module), name, filename, CUDA_PTX_ARCHS[0])
+    return CudaBackend().load(lowered)
 
 
 def _relative_name(path: Path, root: Path) -> str:

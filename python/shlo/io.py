@@ -240,8 +240,10 @@ def refuse_negative_chlo_broadcast_dimensions(data: bytes, filename: str) -> Non
 
     Upstream's CHLO shape inference indexes with them while the parser
     verifies the op, and reads out of bounds (a segfault, or garbage): the
-    parser must never see them.
+    parser must never see them. Bytecode and text without such ops pass.
     """
+    if data.startswith(BYTECODE_MAGIC) or b"chlo.broadcast_" not in data:
+        return
     for number, line in enumerate(data.splitlines(), 1):
         match = _NEGATIVE_BROADCAST_DIMENSIONS.search(line)
         if match:
@@ -257,8 +259,7 @@ def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.M
     global _bytecode_reader_failed
     if not (isinstance(data, bytes) and data.startswith(BYTECODE_MAGIC)):
         text = data.encode() if isinstance(data, str) else data
-        if b"chlo.broadcast_" in text:
-            refuse_negative_chlo_broadcast_dimensions(text, filename)
+        refuse_negative_chlo_broadcast_dimensions(text, filename)
         return _parse_text_or_bytecode(data, context, filename)
     overrun = attribute_type_table_overrun(data)
     if overrun:
@@ -332,8 +333,7 @@ def load_module(
         except OSError as error:
             raise ShloError(f"cannot read {path}: {error.strerror}") from None
         if not data.startswith(BYTECODE_MAGIC) and not shardy.has_sdy_ops(data):
-            if b"chlo.broadcast_" in data:
-                refuse_negative_chlo_broadcast_dimensions(data, str(path))
+            refuse_negative_chlo_broadcast_dimensions(data, str(path))
             has_sdy = shardy.mentions_sdy(data)
             # parseFile keeps the real file name in every location.
             try:

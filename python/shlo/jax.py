@@ -95,8 +95,6 @@ class ExportedFunction:
             inputs.insert(0, self._platform_index)
         results = self.executable(*inputs)
         outputs = list(results) if isinstance(results, tuple) else [results]
-        if self.exported.out_tree.num_leaves == 1 and len(outputs) != 1:
-            outputs = [results]
         return jax.tree_util.tree_unflatten(self.exported.out_tree, outputs)
 
 

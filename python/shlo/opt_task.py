@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from shlo._mlir_compat import ir, new_context, passmanager
-from shlo.bytecode import BYTECODE_MAGIC
 from shlo.diagnostics import (
     Diagnostic,
     ShloError,
@@ -105,12 +104,12 @@ def _configure(pm: passmanager.PassManager, config: OptConfig) -> None:
 
 
 def _parse(chunk: Chunk, context: ir.Context) -> ir.Module:
-    text = chunk.data.encode() if isinstance(chunk.data, str) else chunk.data
-    if not text.startswith(BYTECODE_MAGIC) and b"chlo.broadcast_" in text:
-        refuse_negative_chlo_broadcast_dimensions(text, chunk.filename)
     if mentions_sdy(chunk.data):
         # Shardy annotations: shlo.io drops them from single-device programs.
         return parse_module(chunk.data, context, chunk.filename)
+    # MLIR's own parser below: shlo.io's guard against its crashes first.
+    text = chunk.data.encode() if isinstance(chunk.data, str) else chunk.data
+    refuse_negative_chlo_broadcast_dimensions(text, chunk.filename)
     if chunk.path is not None:
         # parseFile keeps the real file name in every location.
         return ir.Module.parseFile(chunk.path, context)
