@@ -359,6 +359,11 @@ def module_to_bytecode(module: ir.Module) -> bytes:
     return buffer.getvalue()
 
 
+def bytecode_to_text(data: bytes) -> bytes:
+    """The MLIR text of a module that shlo wrote as bytecode (``module_to_bytecode``)."""
+    return str(ir.Module.parse(data, new_context())).encode()
+
+
 def module_to_portable_artifact(module: ir.Module, target_version: str) -> bytes:
     # The serializer aborts the process on some malformed versions.
     check_target_version(target_version)

@@ -82,9 +82,9 @@ class CpuBackend(Backend):
     def emit(self, kind: str, lowered: Any) -> bytes:
         if kind == "object":
             return lowered.object_code
-        from shlo._mlir_compat import ir, new_context
+        from shlo.io import bytecode_to_text
 
-        return str(ir.Module.parse(lowered.llvm_bytecode, new_context())).encode()
+        return bytecode_to_text(lowered.llvm_bytecode)
 
     def cacheable(self, lowered: Any) -> tuple[dict[str, Any], bytes]:
         code = lowered.object_code if _code_kind() == "object" else lowered.llvm_bytecode

@@ -110,6 +110,6 @@ class CudaBackend(Backend):
                     raise ValueError("no cubin: the program has no kernel")
                 raise ValueError(f"no cubin: ptxas was not found; {INSTALL_HINT}")
             return lowered.cubin
-        from shlo._mlir_compat import ir, new_context
+        from shlo.io import bytecode_to_text
 
-        return str(ir.Module.parse(lowered.host_llvm_bytecode, new_context())).encode()
+        return bytecode_to_text(lowered.host_llvm_bytecode)
