@@ -17,6 +17,7 @@ from shlo.pass_framework import Pass
 # Pass argument -> "module:class" under shlo.passes.
 _PASS_CLASSES = {
     "shlo-approximate-math": "cpu.approximate_math:ApproximateMathPass",
+    "shlo-arith-constants-to-stablehlo": "frontend.arith_constants_to_stablehlo:ArithConstantsToStablehloPass",
     "shlo-canonicalize-dot-general": "decompose.canonicalize_dot_general:CanonicalizeDotGeneralPass",
     "shlo-canonicalize-dynamic-reduce-window": "frontend.canonicalize_dynamic_reduce_window:CanonicalizeDynamicReduceWindowPass",
     "shlo-check-lowered": "linalg.check_lowered:CheckLoweredPass",
@@ -35,6 +36,7 @@ _PASS_CLASSES = {
     "shlo-insert-codegen-recipes": "cpu.insert_codegen_recipes:InsertCodegenRecipesPass",
     "shlo-legalize-broadcasts": "frontend.legalize_broadcasts:LegalizeBroadcastsPass",
     "shlo-legalize-quantized-regions": "frontend.legalize_quantized_regions:LegalizeQuantizedRegionsPass",
+    "shlo-legalize-shape-computations": "frontend.legalize_shape_computations:LegalizeShapeComputationsPass",
     "shlo-lower-cholesky": "decompose.lower_cholesky:LowerCholeskyPass",
     "shlo-lower-collectives": "decompose.lower_collectives:LowerCollectivesPass",
     "shlo-lower-complex-bitcast": "decompose.lower_complex_bitcast:LowerComplexBitcastPass",

@@ -13,6 +13,7 @@ BYTECODE_MAGIC = b"ML\xefR"
 ALIGNMENT_BYTE = 0xCB
 DIALECT_VERSIONING = 1  # the first bytecode version with dialect version entries
 STRING_SECTION, DIALECT_SECTION, ATTR_TYPE_SECTION, ATTR_TYPE_OFFSET_SECTION = 0, 1, 2, 3
+RESOURCE_SECTION = 5
 NUM_SECTIONS = 9
 
 
@@ -235,6 +236,15 @@ def read_container(data: bytes) -> Container:
     while not reader.at_end():
         sections.append(read_section(reader))
     return Container(version, header, sections)
+
+
+def has_resources(data: bytes) -> bool:
+    """Whether bytecode ``data`` has a non-empty resource section (dense_resource blobs, say)."""
+    try:
+        sections = read_container(data).sections
+        return any(section.id == RESOURCE_SECTION and section.data for section in sections)
+    except Malformed:
+        return False
 
 
 def attribute_type_table_overrun(data: bytes) -> str | None:

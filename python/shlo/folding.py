@@ -212,6 +212,40 @@ def fold_integer_op(op: ir.Operation, rewriter: rewrite.PatternRewriter) -> bool
     return None
 
 
+# Scalar float ops of shape computations (torch's arange sizes: ceil((end - start) / step)).
+# Each is correctly rounded in IEEE arithmetic, so numpy computes what the code would.
+_SCALAR_FLOAT: dict[str, Callable[..., np.ndarray]] = {
+    "stablehlo.add": np.add,
+    "stablehlo.subtract": np.subtract,
+    "stablehlo.multiply": np.multiply,
+    "stablehlo.divide": np.divide,
+    "stablehlo.ceil": np.ceil,
+    "stablehlo.floor": np.floor,
+    "stablehlo.convert": lambda x: x,
+}
+
+
+def fold_scalar_float_op(op: ir.Operation, rewriter: rewrite.PatternRewriter) -> bool | None:
+    """Evaluate a scalar float op (or a float-to-integer convert) of constant operands."""
+    result_type = _foldable_result(op)
+    if result_type is None or result_type.rank != 0:
+        return no_match(op, "expected a scalar result of a numpy type")
+    arrays = [constant_array(operand) for operand in op.operands]
+    if any(a is None or a.ndim != 0 for a in arrays):
+        return no_match(op, "expected scalar constant operands")
+    if not any(np.issubdtype(a.dtype, np.floating) for a in arrays):  # type: ignore[union-attr]
+        return no_match(op, "integer ops fold elsewhere")
+    with np.errstate(all="ignore"):
+        result = _SCALAR_FLOAT[op.name](*arrays)
+    target = numpy_dtype(result_type.element_type)
+    if np.issubdtype(target, np.integer):
+        # Out of range or not finite: the conversion is the target's to define.
+        if not np.isfinite(result) or not np.iinfo(target).min <= result <= np.iinfo(target).max:
+            return no_match(op, "float-to-integer conversion out of range")
+    _replace_with_constant(op, np.asarray(result), rewriter)
+    return None
+
+
 FOLDED_OPS = (
     *_BINARY,
     "stablehlo.compare",
@@ -233,6 +267,8 @@ def folding_patterns() -> rewrite.FrozenRewritePatternSet:
     patterns.add("stablehlo.broadcast_in_dim", fold_identity_broadcast, benefit=2)
     for name in FOLDED_OPS:
         patterns.add(name, fold_integer_op)
+    for name in _SCALAR_FLOAT:
+        patterns.add(name, fold_scalar_float_op)
     return patterns.freeze()
 
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from shlo import shardy
+from shlo import resources, shardy
 from shlo._mlir_compat import (
     current_version,
     deserialize_portable_artifact,
@@ -18,7 +18,7 @@ from shlo._mlir_compat import (
     new_context,
     serialize_portable_artifact,
 )
-from shlo.bytecode import BYTECODE_MAGIC, attribute_type_table_overrun
+from shlo.bytecode import BYTECODE_MAGIC, attribute_type_table_overrun, has_resources
 from shlo.diagnostics import (
     Diagnostic,
     ShloError,
@@ -215,7 +215,21 @@ def parse_module(data: bytes | str, context: ir.Context, filename: str = "<strin
         module = _parse_module(prepared, context, filename)
     reject_undecodable_attribute_names(module, data, filename)
     shardy.finish_loading(module, filename, data, has_sdy)
+    inline_resources(module, data)
     return module
+
+
+def inline_resources(module: ir.Module, data: bytes | str) -> None:
+    """Weights stored as dense_resource blobs (torch-mlir's) in ``data``, parsed as
+    ``module``, become dense constants, which folders and passes read."""
+    if isinstance(data, str):
+        found = "dense_resource" in data
+    elif data.startswith(BYTECODE_MAGIC):
+        found = has_resources(data)
+    else:
+        found = b"dense_resource" in data
+    if found:
+        resources.inline_resource_constants(module)
 
 
 # Set when MLIR's bytecode reader rejected an input: on some corrupt input it
@@ -348,6 +362,7 @@ def load_module(
                 raise ShloError(f"could not parse {path}: {error}") from None
             reject_undecodable_attribute_names(module, data, str(path))
             shardy.finish_loading(module, str(path), data, has_sdy)
+            inline_resources(module, data)
             return module
         return parse_module(data, context, str(path))
     return parse_module(source, context, filename)

@@ -25,6 +25,7 @@ from shlo.diagnostics import (
     undecodable_diagnostic_error,
 )
 from shlo.io import (
+    inline_resources,
     module_to_bytecode,
     module_to_portable_artifact,
     parse_module,
@@ -104,6 +105,12 @@ def _configure(pm: passmanager.PassManager, config: OptConfig) -> None:
 
 
 def _parse(chunk: Chunk, context: ir.Context) -> ir.Module:
+    module = _parse_chunk(chunk, context)
+    inline_resources(module, chunk.data)
+    return module
+
+
+def _parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Module:
     if mentions_sdy(chunk.data):
         # Shardy annotations: shlo.io drops them from single-device programs.
         return parse_module(chunk.data, context, chunk.filename)

@@ -48,3 +48,59 @@ func.func @main() -> tensor<{n}x{element}> {{
     assert folded is not None, "the division was not folded"
     want = [truncated(a, b)[0 if op == "divide" else 1] for a, b in pairs]
     assert [int(v) for v in folded] == want
+
+
+def folded_result(source: str) -> np.ndarray | None:
+    module = shlo.load_module(source)
+    shlo.run_pipeline(module, ["shlo-simplify"])
+    returned = module.body.operations[0].regions[0].blocks[0].operations[-1].operands[0]
+    return constant_array(returned)
+
+
+def test_scalar_float_size_arithmetic_folds() -> None:
+    # torch's arange(n) size, ceil((n - 0) / 1) in f64, once left dynamic_iota dynamic.
+    folded = folded_result(
+        """
+func.func @main() -> tensor<i64> {
+  %n = stablehlo.constant dense<7> : tensor<i64>
+  %step = stablehlo.constant dense<2.0> : tensor<f64>
+  %0 = stablehlo.convert %n : (tensor<i64>) -> tensor<f64>
+  %1 = stablehlo.divide %0, %step : tensor<f64>
+  %2 = stablehlo.ceil %1 : tensor<f64>
+  %3 = stablehlo.convert %2 : (tensor<f64>) -> tensor<i64>
+  return %3 : tensor<i64>
+}"""
+    )
+    assert folded is not None and int(folded) == 4
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("stablehlo.divide %a, %b : tensor<2xf32>", "only scalars fold"),
+        ("stablehlo.exponential %a : tensor<2xf32>", "not correctly rounded in numpy"),
+    ],
+)
+def test_float_vectors_and_transcendentals_stay(body: str, why: str) -> None:
+    folded = folded_result(
+        f"""
+func.func @main() -> tensor<2xf32> {{
+  %a = stablehlo.constant dense<[1.0, 3.0]> : tensor<2xf32>
+  %b = stablehlo.constant dense<[3.0, 7.0]> : tensor<2xf32>
+  %r = {body}
+  return %r : tensor<2xf32>
+}}"""
+    )
+    assert folded is None, why
+
+
+def test_out_of_range_float_to_integer_stays() -> None:
+    folded = folded_result(
+        """
+func.func @main() -> tensor<i32> {
+  %a = stablehlo.constant dense<1.0e10> : tensor<f64>
+  %r = stablehlo.convert %a : (tensor<f64>) -> tensor<i32>
+  return %r : tensor<i32>
+}"""
+    )
+    assert folded is None

@@ -1,0 +1,77 @@
+// RUN: shlo-opt %s --split-input-file --verify-diagnostics --shlo-legalize-shape-computations | FileCheck %s
+
+// torch-mlir's i64 size arithmetic: a reshape to [batch, 4].
+// CHECK-LABEL: func.func @reshape_to_batch
+// CHECK-NOT: tensor.
+// CHECK-NOT: arith.
+// CHECK: %[[D:.+]] = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<?x4xf32>) -> tensor<i32>
+// CHECK: %[[D64:.+]] = stablehlo.convert %[[D]] : (tensor<i32>) -> tensor<i64>
+// CHECK: %[[B:.+]] = stablehlo.reshape %[[D64]] : (tensor<i64>) -> tensor<1xi64>
+// CHECK: %[[FOUR:.+]] = stablehlo.reshape %{{.+}} : (tensor<i64>) -> tensor<1xi64>
+// CHECK: %[[S:.+]] = stablehlo.concatenate %[[B]], %[[FOUR]], dim = 0
+// CHECK: stablehlo.dynamic_reshape %arg1, %[[S]] : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+func.func @reshape_to_batch(%arg0: tensor<?x4xf32>, %arg1: tensor<?xf32>) -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : i64
+  %d = tensor.dim %arg0, %c0 : tensor<?x4xf32>
+  %n = arith.index_cast %d : index to i64
+  %s = tensor.from_elements %n, %c4 : tensor<2xi64>
+  %r = stablehlo.dynamic_reshape %arg1, %s : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x4xf32>
+  return %r : tensor<?x4xf32>
+}
+
+// -----
+
+// A broadcast under shape.assuming: the region is inlined, the constraint is
+// an assertion, and index extents reach the broadcast as i64.
+// CHECK-LABEL: func.func @assuming_broadcast
+// CHECK-NOT: shape.
+// CHECK: stablehlo.custom_call @shape_assertion(%{{.+}}, %{{.+}}, %{{.+}}) {error_message = "shapes {0} and {1} do not broadcast", has_side_effect = true}
+// CHECK: %[[ONES:.+]] = stablehlo.constant dense<1> : tensor<2xi64>
+// CHECK: %[[EQ:.+]] = stablehlo.compare EQ, %[[L:.+]], %[[ONES]]
+// CHECK: %[[SHAPE:.+]] = stablehlo.select %[[EQ]], %{{.+}}, %[[L]] : tensor<2xi1>, tensor<2xi64>
+// CHECK: stablehlo.dynamic_broadcast_in_dim %arg0, %[[SHAPE]], dims = [0, 1] : (tensor<?x3xf32>, tensor<2xi64>) -> tensor<?x3xf32>
+// CHECK: stablehlo.add
+// CHECK-NEXT: return
+func.func @assuming_broadcast(%arg0: tensor<?x3xf32>, %arg1: tensor<3xf32>) -> tensor<?x3xf32> {
+  %0 = shape.shape_of %arg0 : tensor<?x3xf32> -> tensor<2xindex>
+  %1 = shape.const_shape [3] : tensor<1xindex>
+  %w = shape.cstr_broadcastable %0, %1 : tensor<2xindex>, tensor<1xindex>
+  %r = shape.assuming %w -> (tensor<?x3xf32>) {
+    %2 = shape.broadcast %0, %1 : tensor<2xindex>, tensor<1xindex> -> tensor<2xindex>
+    %3 = stablehlo.dynamic_broadcast_in_dim %arg0, %2, dims = [0, 1] : (tensor<?x3xf32>, tensor<2xindex>) -> tensor<?x3xf32>
+    %4 = stablehlo.dynamic_broadcast_in_dim %arg1, %2, dims = [1] : (tensor<3xf32>, tensor<2xindex>) -> tensor<?x3xf32>
+    %5 = stablehlo.add %3, %4 : tensor<?x3xf32>
+    shape.assuming_yield %5 : tensor<?x3xf32>
+  }
+  return %r : tensor<?x3xf32>
+}
+
+// -----
+
+// Floor division of sizes rounds toward minus infinity, not zero.
+// CHECK-LABEL: func.func @floor_division
+// CHECK: %[[Q:.+]] = stablehlo.divide
+// CHECK: %[[R:.+]] = stablehlo.remainder
+// CHECK: %[[LOWER:.+]] = stablehlo.subtract %[[Q]]
+// CHECK: stablehlo.select %{{.+}}, %[[LOWER]], %[[Q]]
+func.func @floor_division(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %d = tensor.dim %arg0, %c0 : tensor<?xf32>
+  %q = arith.floordivsi %d, %c3 : index
+  %s = tensor.from_elements %q : tensor<1xindex>
+  %r = stablehlo.dynamic_iota %s, dim = 0 : (tensor<1xindex>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// Size arithmetic feeding an op that is not StableHLO is named, not dropped.
+func.func @unsupported_user(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %d = tensor.dim %arg0, %c0 : tensor<?xf32>
+  // expected-error@+1 {{cannot legalize a shape value of type index used by 'tensor.empty'}}
+  %e = tensor.empty(%d) : tensor<?xf32>
+  return %e : tensor<?xf32>
+}
