@@ -44,12 +44,15 @@ __all__ = [
     "linalg",
     "minimum_version",
     "new_context",
+    "new_torch_context",
     "passmanager",
     "quant",
     "rewrite",
     "scf",
     "serialize_portable_artifact",
     "tensor",
+    "torch_decompositions",
+    "torch_fx_import",
     "translate_module_to_llvmir",
 ]
 
@@ -98,3 +101,34 @@ def current_version() -> str:
 
 def minimum_version() -> str:
     return _stablehlo.get_minimum_version()
+
+
+def new_torch_context() -> ir.Context:
+    """``new_context()`` with torch-mlir's torch dialect too, and so its passes registered.
+
+    Needs no PyTorch: the dialect and its passes are native code of the wheel.
+    """
+    from torch_mlir.dialects import torch as torch_dialect
+
+    context = new_context()
+    torch_dialect.register_dialect(context)
+    return context
+
+
+def torch_decompositions() -> dict:
+    """The decomposition table torch-mlir's FX importer expects a ``torch.export`` program in."""
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    return get_decomposition_table()
+
+
+def torch_fx_import(program: object, function_name: str) -> ir.Module:
+    """A ``torch.export.ExportedProgram`` as a torch-dialect module, its weights as constants.
+
+    Imports PyTorch (through the importer), so only a caller that has it calls this.
+    """
+    from torch_mlir.extras.fx_importer import FxImporter
+
+    importer = FxImporter(context=new_torch_context())
+    importer.import_frozen_program(program, func_name=function_name)
+    return importer.module

@@ -30,6 +30,7 @@ from shlo.io import heap_may_be_damaged
 from shlo.isolation import positive_setting, read_message, write_message
 from shlo.opt_task import opt
 from shlo.refine import refine_to_bytecode
+from shlo.torch import lower_to_stablehlo as lower_torch_to_stablehlo
 
 
 def echo(value: Any, delay: float = 0.0) -> Any:
@@ -65,6 +66,7 @@ TASKS = {
     "refine": refine_to_bytecode,
     "interpret": interpret,
     "opt": opt,  # shlo-opt: parse, run passes, print (tools/shlo_opt.py)
+    "torch_to_stablehlo": lower_torch_to_stablehlo,  # shlo.torch.compile
 }
 
 # Deeply nested input recurses deeply in the parser and in passes: tasks run

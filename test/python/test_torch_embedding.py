@@ -1,0 +1,195 @@
+"""shlo.torch.compile against PyTorch eager, on five small models, static and shape-polymorphic.
+
+The models are the kinds the issue names: an MLP, a CNN with BatchNorm (eval),
+a TransformerEncoderLayer with embeddings, a GRU and a ResNet-style block.
+Their weights reach shlo as torch-mlir's dense_resource blobs, and the
+dynamic exports compute shapes in the shape, tensor and arith dialects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+import shlo.torch  # noqa: E402
+from torch.export import Dim  # noqa: E402
+
+EXPECTED_FAILURES = {
+    line.split()[0]: line.split(maxsplit=1)[1]
+    for line in (Path(__file__).parent / "expected_failures_torch.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+}
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 10)
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+        )
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(torch.flatten(self.features(x), 1))
+
+
+class Encoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(100, 64)
+        self.position = nn.Embedding(16, 64)
+        self.layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(64, 100)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        return self.out(self.layer(self.embed(ids) + self.position(positions)))
+
+
+class GRU(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(16, 32, num_layers=2, batch_first=True)
+        self.out = nn.Linear(32, 4)
+
+    def forward(self, x):
+        sequence, state = self.gru(x)
+        return self.out(sequence[:, -1]), state
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, channels: int = 16) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(x + self.bn2(self.conv2(y)))
+
+
+def randomize_batchnorm(model: nn.Module) -> None:
+    # Fresh BatchNorm statistics are 0 and 1: eval mode would test nothing.
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.uniform_(-0.5, 0.5)
+
+
+def token_ids(batch: int, length: int):
+    return torch.randint(0, 100, (batch, length))
+
+
+# name -> (model class, input maker of (batch, second dim), second dim, dynamic dims)
+MODELS = {
+    "mlp": (MLP, lambda b, _: torch.randn(b, 32), None, {0: "batch"}),
+    "cnn": (CNN, lambda b, _: torch.randn(b, 3, 16, 16), None, {0: "batch"}),
+    "encoder": (Encoder, token_ids, 12, {0: "batch", 1: "seq"}),
+    "gru": (GRU, lambda b, _: torch.randn(b, 7, 16), None, {0: "batch"}),
+    "resblock": (ResidualBlock, lambda b, _: torch.randn(b, 16, 8, 8), None, {0: "batch"}),
+}
+
+
+def build(name: str):
+    torch.manual_seed(0)
+    model_class, make_input, length, dims = MODELS[name]
+    model = model_class()
+    randomize_batchnorm(model)
+    return model.eval(), make_input, length, dims
+
+
+def assert_matches_eager(model, compiled, *args) -> None:
+    with torch.no_grad():
+        want = model(*args)
+    got = compiled(*args)
+    wants = want if isinstance(want, tuple) else (want,)
+    gots = got if isinstance(got, tuple) else (got,)
+    assert type(got) is type(want) and len(gots) == len(wants)
+    for g, w in zip(gots, wants):
+        assert isinstance(g, torch.Tensor) and g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def xfail_if_listed(case: str) -> None:
+    if case in EXPECTED_FAILURES:
+        pytest.xfail(EXPECTED_FAILURES[case])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_static_model_matches_eager(name: str) -> None:
+    xfail_if_listed(f"{name}-static")
+    model, make_input, length, _ = build(name)
+    example = make_input(2, length)
+    compiled = shlo.torch.compile(model, (example,))
+    assert_matches_eager(model, compiled, example)
+    assert_matches_eager(model, compiled, make_input(2, length))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_dynamic_model_matches_eager_at_each_shape(name: str) -> None:
+    model, make_input, length, dims = build(name)
+    limits = {"batch": (2, 64), "seq": (2, 16)}
+    dynamic = (
+        {
+            axis: Dim(label, min=limits[label][0], max=limits[label][1])
+            for axis, label in dims.items()
+        },
+    )
+    try:
+        compiled = shlo.torch.compile(model, (make_input(2, length),), dynamic_shapes=dynamic)
+    except shlo.ShloError:
+        xfail_if_listed(f"{name}-dynamic")
+        raise
+    assert f"{name}-dynamic" not in EXPECTED_FAILURES, "passes now: remove it from the list"
+    for batch, size in [(3, 5), (5, 9)]:
+        assert_matches_eager(model, compiled, make_input(batch, size if length else None))
+    assert len(compiled.executable.compiled_signatures) == 2
+
+
+def test_a_shape_the_static_export_does_not_take_is_an_error() -> None:
+    model, make_input, _, _ = build("mlp")
+    compiled = shlo.torch.compile(model, (make_input(2, None),))
+    with pytest.raises(ValueError, match="argument 0 of @main: expected shape 2x32, got 3x32"):
+        compiled(make_input(3, None))
+
+
+def test_arguments_of_another_structure_are_refused() -> None:
+    model, make_input, _, _ = build("mlp")
+    compiled = shlo.torch.compile(model, (make_input(2, None),))
+    with pytest.raises(TypeError, match="do not match the export"):
+        compiled(make_input(2, None), make_input(2, None))
+
+
+def test_bfloat16_model_runs() -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).to(torch.bfloat16).eval()
+    x = torch.randn(4, 8, dtype=torch.bfloat16)
+    out = shlo.torch.compile(model, (x,))(x)
+    assert out.dtype == torch.bfloat16
+    with torch.no_grad():
+        torch.testing.assert_close(out.float(), model(x).float(), rtol=2e-2, atol=2e-2)
