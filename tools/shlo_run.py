@@ -10,7 +10,10 @@ order. Results print as ``result[i]: 2x3xf32=[1 2 3][4 5 6]``, nested for
 rank 3 and more, abbreviated with ``...`` beyond ``--print-max-elements``.
 ``--output=@file.npy`` (once per result) saves them instead. ``--benchmark=N``
 runs N more calls and prints the time per call; ``--threads=N`` sets the
-compiled code's thread count. Errors exit 1 with a message, never a traceback.
+compiled code's thread count. ``--check`` runs the program on the target, the
+reference interpreter and XLA and prints how they compare (``shlo.check``,
+docs/check.md): exit 0 when they agree, 1 when they diverge, with a reproducer
+in ``--reproducer-dir``. Errors exit 1 with a message, never a traceback.
 """
 
 from __future__ import annotations
@@ -301,6 +304,18 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="threads the compiled code runs on (default: SHLO_THREADS, else every core)",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="run the target, the reference interpreter and XLA (when jax is installed) side "
+        "by side; print how they compare and exit 1 when they diverge",
+    )
+    parser.add_argument(
+        "--reproducer-dir",
+        metavar="DIR",
+        help="where --check writes the reproducer of a divergence (default: a new "
+        "temporary directory, printed in the report)",
+    )
     return parser
 
 
@@ -331,6 +346,8 @@ def execute(argv: Sequence[str]) -> int:
     if not path.is_file():
         raise UsageError(f"cannot read {args.input_file}: no such file")
     inputs = [array for spec in args.input for array in parse_inputs(spec)]
+    if args.check or args.reproducer_dir is not None:
+        return _run_check(args, path, inputs)
     if args.target != "interpreter":
         # A dynamic program compiles on its first call.
         with progress.show_on_terminal("shlo-run"):
@@ -372,6 +389,32 @@ def execute(argv: Sequence[str]) -> int:
             f"min {np.min(times) * 1e6:.1f} us, target {args.target}"
         )
     return 0
+
+
+def _run_check(args: argparse.Namespace, path: Path, inputs: list[np.ndarray]) -> int:
+    """shlo-run --check: the report of shlo.check; 0 when every system agrees, else 1."""
+    if not args.check:
+        raise UsageError("--reproducer-dir needs --check")
+    if args.target == "interpreter":
+        raise UsageError(
+            "--check compares a compiler target with the interpreter; give --target cpu or cuda"
+        )
+    if args.output or args.benchmark:
+        raise UsageError("--check prints a report; it takes no --output or --benchmark")
+    from shlo.checker import check
+
+    with progress.show_on_terminal("shlo-run"):
+        report = check(
+            path,
+            *inputs,
+            target=args.target,
+            entry=args.entry,
+            reproducer_dir=args.reproducer_dir,
+            threads=args.threads,
+            arch=args.arch,
+        )
+    print(report)
+    return 0 if report.ok else 1
 
 
 def _describe(error: Exception) -> str:

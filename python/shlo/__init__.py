@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from shlo._mlir_compat import ir, new_context
 from shlo.broadcasting import BroadcastError, broadcast_shapes
+from shlo.checker import CheckReport, check
 from shlo.compiler import Executable, compile
 from shlo.diagnostics import Diagnostic, ShloError
 from shlo.io import load_module
@@ -12,11 +13,13 @@ from shlo.refine import refine
 
 __all__ = [
     "BroadcastError",
+    "CheckReport",
     "Diagnostic",
     "Executable",
     "PipelineError",
     "ShloError",
     "broadcast_shapes",
+    "check",
     "compile",
     "ir",
     "load_module",
