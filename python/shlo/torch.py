@@ -24,6 +24,7 @@ import numpy as np
 
 from shlo import progress
 from shlo._mlir_compat import ir, torch_decompositions, torch_fx_import
+from shlo.diagnostics import ShloError
 
 # torch-mlir's pipelines as its fx.export_and_import runs them for
 # OutputType.STABLEHLO, up to its backend-contract check: that check rejects
@@ -83,7 +84,11 @@ def to_stablehlo(program: Any, isolate: bool = True, timeout: float | None = Non
     from shlo.isolation import shared_worker
 
     progress.stage("torch import")
-    torch_module = module_to_bytecode(torch_fx_import(program, "main"))
+    try:
+        imported = torch_fx_import(program, "main")
+    except Exception as error:  # the importer raises what it meets: NotImplementedError, ...
+        raise ShloError(f"torch-mlir's FX importer cannot import the program: {error}") from None
+    torch_module = module_to_bytecode(imported)
     if isolate:
         return shared_worker().call(
             "torch_to_stablehlo", timeout=timeout, torch_module=torch_module

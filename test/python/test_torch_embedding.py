@@ -185,6 +185,29 @@ def test_arguments_of_another_structure_are_refused() -> None:
         compiled(make_input(2, None), make_input(2, None))
 
 
+class Inverse(nn.Module):
+    def forward(self, x):
+        return torch.linalg.inv(x)
+
+
+class Spectrum(nn.Module):
+    def forward(self, x):
+        return torch.fft.rfft(x).abs()
+
+
+def test_what_torch_mlir_cannot_take_is_a_clear_error() -> None:
+    # The importer raises NotImplementedError on effectful ops; torch-mlir's
+    # passes name the op and the Python line. Both are ShloErrors, not crashes.
+    with pytest.raises(
+        shlo.ShloError, match=r"FX importer cannot import the program: .*with_effects"
+    ):
+        shlo.torch.compile(Inverse(), (torch.randn(3, 3),))
+    with pytest.raises(
+        shlo.ShloError, match=r"test_torch_embedding.py:\d+:\d+: error: .*view_as_complex"
+    ):
+        shlo.torch.compile(Spectrum(), (torch.randn(4, 8),))
+
+
 def test_bfloat16_model_runs() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).to(torch.bfloat16).eval()
