@@ -248,9 +248,7 @@ class LegalizeShapeComputationsPass(Pass):
                 continue
             operands = [lowered.get(v) for v in op.operands]
             if op.name not in _READS_TENSORS and any(v is None for v in operands):
-                raise PassError(
-                    op.location, f"'{op.name}' computes a shape from a value that is not one"
-                )
+                continue  # integer data (tensor.extract of a data tensor, say), not a size
             with ir.InsertionPoint(op), op.location:
                 replacement = rule(op, operands, builder)
             if replacement is not None:
@@ -263,30 +261,28 @@ class LegalizeShapeComputationsPass(Pass):
             for result in op.results:
                 for use in list(result.uses):
                     owner = use.owner.operation
-                    if owner in done or owner.name in _WITNESSES:
+                    if owner in done or not owner.name.startswith("stablehlo."):
+                        # Witnesses die with shape.assuming; other users keep the
+                        # original op (integer data, or a size StableHLO cannot take).
                         continue
                     if result not in lowered:
                         raise PassError(
                             op.location, f"cannot legalize '{op.name}' used by '{owner.name}'"
                         )
                     with ir.InsertionPoint(owner), owner.location:
-                        value = self._as_type(lowered[result], result.type, owner)
+                        value = self._as_type(lowered[result], result.type)
                     owner.operands[use.operand_number] = value
         # Witnesses only fed the inlined shape.assuming ops; they go first, as users.
         for op in reversed([o for o in block.operations if o.name in _WITNESSES]):
             op.erase()
         for op in reversed(converted):
-            op.erase()
+            if not any(list(result.uses) for result in op.results):
+                op.erase()
 
     @staticmethod
-    def _as_type(value: ir.Value, type_: ir.Type, user: ir.Operation) -> ir.Value:
-        """``value`` (i64) as a StableHLO op expects the original operand of ``type_``."""
-        if not user.name.startswith("stablehlo.") or not isinstance(type_, ir.RankedTensorType):
-            raise PassError(
-                user.location,
-                f"cannot legalize a shape value of type {type_} used by '{user.name}'",
-            )
-        element = type_.element_type
+    def _as_type(value: ir.Value, type_: ir.Type) -> ir.Value:
+        """``value`` (i64) as a StableHLO op takes the original operand of ``type_``."""
+        element = ir.RankedTensorType(type_).element_type
         if isinstance(element, ir.IntegerType) and element.width != 64:
             return create_value(
                 "stablehlo.convert", [value], ir.RankedTensorType.get(type_.shape, element)
@@ -295,37 +291,17 @@ class LegalizeShapeComputationsPass(Pass):
 
     @staticmethod
     def _rule(op: ir.Operation) -> Callable[..., ir.Value | None] | None:
+        """How to rewrite ``op``, None for an op that computes no size."""
         name = op.name
-        if name in (
-            "shape.shape_of",
-            "shape.const_shape",
-            "shape.broadcast",
-            "shape.num_elements",
-            "shape.cstr_broadcastable",
-        ):
+        if name in _SHAPE_RULES:
             return _SHAPE_RULES[name]
-        if name == "tensor.dim" or name in (
-            "tensor.from_elements",
-            "tensor.extract",
-            "tensor.cast",
-        ):
-            return (
-                _TENSOR_RULES[name]
-                if all(_is_size(r.type) for r in op.results) or name == "tensor.dim"
-                else None
-            )
-        if name.startswith("arith.") and op.results and all(_is_size(r.type) for r in op.results):
-            if name in (
-                "arith.constant",
-                "arith.cmpi",
-                "arith.select",
-                "arith.floordivsi",
-                "arith.ceildivsi",
-            ):
-                return _ARITH_RULES[name]
-            if name in _BINARY or name in _CASTS:
-                return _ARITH_RULES["binary" if name in _BINARY else "cast"]
-        return None
+        if not op.results or not all(_is_size(r.type) for r in op.results):
+            return None
+        if name in _BINARY:
+            return _binary
+        if name in _CASTS:
+            return _same
+        return _TENSOR_RULES.get(name) or _ARITH_RULES.get(name)
 
 
 def _shape_of(op: ir.Operation, _: list, b: _Builder) -> ir.Value:
@@ -409,7 +385,9 @@ def _select(op: ir.Operation, operands: list, b: _Builder) -> ir.Value:
     return b.select(*operands)
 
 
+# Ops that compute sizes whatever their operands; the others only on sizes.
 _SHAPE_RULES = {
+    "tensor.dim": _dim,
     "shape.shape_of": _shape_of,
     "shape.const_shape": _const_shape,
     "shape.broadcast": _broadcast,
@@ -417,7 +395,6 @@ _SHAPE_RULES = {
     "shape.cstr_broadcastable": _cstr_broadcastable,
 }
 _TENSOR_RULES = {
-    "tensor.dim": _dim,
     "tensor.from_elements": _from_elements,
     "tensor.extract": _extract,
     "tensor.cast": _same,
@@ -428,6 +405,4 @@ _ARITH_RULES = {
     "arith.select": _select,
     "arith.floordivsi": lambda op, operands, b: b.floor_or_ceil_divide(*operands, floor=True),
     "arith.ceildivsi": lambda op, operands, b: b.floor_or_ceil_divide(*operands, floor=False),
-    "binary": _binary,
-    "cast": _same,
 }
