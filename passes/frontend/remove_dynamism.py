@@ -1,8 +1,9 @@
 """shlo-remove-dynamism: refine a shape-polymorphic program into a fully static one.
 
 A pipeline after the dynamism seed and StableHLO's remove-dynamism pipeline:
-turn composites into calls, refine the arguments of @main to ``types``, check JAX shape assertions,
-propagate shapes, replace dynamic ops by static ones, inline JAX's wrapper
+make shape computations in other dialects StableHLO (torch-mlir's), turn
+composites into calls, refine the arguments of @main to ``types``, check JAX
+shape assertions, propagate shapes, replace dynamic ops by static ones, inline JAX's wrapper
 functions, fold what is left and verify that nothing dynamic remains. Without
 ``types`` the argument types are kept and only their consequences refined.
 The function refined is @main, or the module's only function; a module with
@@ -83,6 +84,10 @@ class RemoveDynamismPass(PassPipeline):
         steps: list[str | Pass] = [
             # Its own error for a module refinement cannot work on.
             RefinementTargetCheck(),
+            # torch-mlir's exports compute shapes in the shape, tensor and arith
+            # dialects and hold arith constants: as StableHLO they refine.
+            "shlo-legalize-shape-computations",
+            "shlo-arith-constants-to-stablehlo",
             "func.func(stablehlo-legalize-composite-to-call)",
         ]
         if self.types:

@@ -252,15 +252,52 @@ class _Program:
     inputs: list[np.ndarray]
     # XLA's results computed the caller's way (jax.jit, Exported.call); None: run the module.
     run_xla: Callable[[], list[np.ndarray]] | None = None
+    # The framework that wrote the program, run eagerly (PyTorch), as one more system.
+    eager: tuple[str, Callable[[], list[np.ndarray]]] | None = None
 
 
 def _is_module_source(source: object) -> bool:
     return isinstance(source, str | bytes | bytearray | os.PathLike | ir.Module)
 
 
-def _load_program(fn_or_module: Any, args: Sequence[Any], entry: str, target: str) -> _Program:
+def _is_torch_program(source: object) -> bool:
+    """A torch.nn.Module or torch.export.ExportedProgram (without importing torch)."""
+    kind = type(source)
+    return any(
+        f"{base.__module__}.{base.__name__}"
+        in ("torch.nn.modules.module.Module", "torch.export.exported_program.ExportedProgram")
+        for base in kind.__mro__
+    )
+
+
+def _torch_program(source: Any, args: Sequence[Any], isolate: bool) -> _Program:
+    import torch
+    from torch.utils import _pytree
+
+    from shlo import torch as shlo_torch
+
+    program = shlo_torch.export(source, args)
+    stablehlo = shlo_torch.to_stablehlo(program, isolate)
+    leaves = _pytree.tree_leaves(tuple(args))
+    inputs = [shlo_torch.to_numpy(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+    eager = source if isinstance(source, torch.nn.Module) else source.module()
+
+    def run_eager() -> list[np.ndarray]:
+        with torch.no_grad():
+            outputs = eager(*args)
+        return [shlo_torch.to_numpy(leaf) for leaf in _pytree.tree_leaves(outputs)]
+
+    return _Program(stablehlo, "<torch.export>", "main", inputs, eager=("pytorch", run_eager))
+
+
+def _load_program(
+    fn_or_module: Any, args: Sequence[Any], entry: str, target: str, isolate: bool
+) -> _Program:
     from shlo import jax as shlo_jax
 
+    if _is_torch_program(fn_or_module):
+        return _torch_program(fn_or_module, args, isolate)
     if shlo_jax.is_exported(fn_or_module):
         return _exported_program(fn_or_module, args, target)
     if isinstance(fn_or_module, bytes | bytearray):
@@ -408,7 +445,9 @@ def run_module_in_xla(module: ir.Module, inputs: Sequence[np.ndarray]) -> list[n
     backend = jax.extend.backend.get_backend("cpu")
     device = backend.local_devices()[0]
     executable = backend.compile_and_load(artifact, [device])
-    results = executable.execute([jax.device_put(np.asarray(a), device) for a in inputs])
+    # 64-bit inputs keep their type (device_put narrows them without x64).
+    with jax.enable_x64(True):
+        results = executable.execute([jax.device_put(np.asarray(a), device) for a in inputs])
     return [np.asarray(r) for r in results]
 
 
@@ -676,8 +715,10 @@ def check(
     """Run ``fn_or_module`` on ``args`` with shlo, the reference interpreter and XLA; compare.
 
     ``fn_or_module`` is StableHLO (text, bytes, a path, an ``ir.Module``), a
-    ``jax.export.Exported`` (called with its pytrees), or a Python function
-    (exported with jax for ``target``'s platform and run by ``jax.jit``).
+    ``jax.export.Exported`` (called with its pytrees), a Python function
+    (exported with jax for ``target``'s platform and run by ``jax.jit``), or a
+    ``torch.nn.Module`` or ``ExportedProgram`` called with torch tensors
+    (lowered as ``shlo.torch.compile`` does; PyTorch eager is one more system).
     shlo compiles it for ``target`` with ``pipeline`` and ``compile_options``
     (``threads``, ``arch``, ...), as ``shlo.compile``. The reference is the
     interpreter (in the worker unless ``isolate`` is False), or XLA when the
@@ -693,7 +734,7 @@ def check(
     run_xla = _xla_available() if xla is None else xla
     if run_xla and not _xla_available():
         raise ShloError("xla=True needs jax, which is not installed")
-    program = _load_program(fn_or_module, args, entry, target)
+    program = _load_program(fn_or_module, args, entry, target, isolate)
     runner = _Runner(target, pipeline, isolate, timeout, compile_options)
     system = f"shlo ({target})"
     outputs = {system: runner.shlo(program.source, program.entry, program.inputs)}
@@ -716,6 +757,9 @@ def check(
             failures["xla"] = f"{type(error).__name__}: {error}".splitlines()[0]
     elif xla is None:
         failures["xla"] = "jax is not installed"
+    if program.eager is not None:
+        name, run_eager = program.eager
+        outputs[name] = run_eager()
     reference = next((name for name in REFERENCES if name in outputs), None)
     if reference is None:
         raise ShloError(

@@ -27,10 +27,6 @@ from shlo.pipeline import run_pipeline
 # Make every program a single static function of tensors: composites and
 # calls are inlined, CHLO and quantized math become plain StableHLO.
 FRONTEND = [
-    # torch-mlir's shape-polymorphic exports compute shapes in the shape,
-    # tensor and arith dialects; as StableHLO they refine with the rest.
-    "shlo-legalize-shape-computations",
-    "shlo-arith-constants-to-stablehlo",
     "func.func(stablehlo-legalize-composite-to-call)",
     "inline",
     "symbol-dce",

@@ -27,9 +27,6 @@ from shlo.pipeline import run_pipeline
 
 # The interpreter runs StableHLO, quantized ops included, but not CHLO or calls.
 _FRONTEND = [
-    # As the compiler: shape-dialect computations of torch-mlir exports.
-    "shlo-legalize-shape-computations",
-    "shlo-arith-constants-to-stablehlo",
     # It aborts on deprecated ops (stablehlo.dot) instead of reporting them.
     "func.func(stablehlo-legalize-deprecated-ops{fail-on-unused=false})",
     "func.func(stablehlo-legalize-composite-to-call)",

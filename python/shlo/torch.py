@@ -5,8 +5,8 @@ wheel) to the torch dialect, then torch-mlir's own pipelines to StableHLO,
 then shlo's compiler. What torch-mlir's StableHLO needs beyond that is done
 where every program gets it: ``dense_resource`` weights are read as
 constants when a module is loaded (``shlo.resources``), and the ``shape``
-dialect ops of shape-polymorphic exports become StableHLO in the frontend
-(``shlo.frontend.FRONTEND``), so they refine.
+dialect ops of shape-polymorphic exports become StableHLO as refinement
+starts (``shlo-remove-dynamism``), so they fold.
 
 The import runs in this process (it walks the Python graph); the torch-mlir
 passes may abort on programs they do not expect, so they run in the worker
@@ -29,8 +29,8 @@ from shlo.diagnostics import ShloError
 # torch-mlir's pipelines as its fx.export_and_import runs them for
 # OutputType.STABLEHLO, up to its backend-contract check: that check rejects
 # the shape computations of shape-polymorphic exports (tensor.dim,
-# tensor.from_elements, shape.cstr_broadcastable), which shlo's frontend
-# turns into StableHLO (shlo-legalize-shape-computations) and refines.
+# tensor.from_elements, shape.cstr_broadcastable), which shlo's refinement
+# turns into StableHLO (shlo-legalize-shape-computations) and folds.
 TORCH_TO_STABLEHLO = [
     "func.func(torch-match-quantized-custom-ops)",
     "torchdynamo-export-to-torch-backend-pipeline",
@@ -117,13 +117,13 @@ class TorchFunction:
             raise TypeError(
                 f"arguments of structure {spec} do not match the export's {self._in_spec}"
             )
-        inputs = [_to_numpy(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
+        inputs = [to_numpy(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
         results = self.executable(*inputs)
         outputs = list(results) if isinstance(results, tuple) else [results]
         return _pytree.tree_unflatten([_to_torch(array) for array in outputs], self._out_spec)
 
 
-def _to_numpy(tensor: Any) -> np.ndarray:
+def to_numpy(tensor: Any) -> np.ndarray:
     """The tensor's values as a numpy array, without a copy where the layout allows."""
     import torch
 

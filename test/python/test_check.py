@@ -224,3 +224,18 @@ def test_shlo_run_check_usage_errors(flags: list[str], message: str) -> None:
     )
     assert result.returncode == 1
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_torch_module_is_compared_with_eager_pytorch_too() -> None:
+    torch = pytest.importorskip("torch")
+    from test_torch_embedding import build
+
+    model, make_input, length, _ = build("encoder")  # int64 token ids, embeddings, attention
+    ids = make_input(2, length)
+    report = shlo.check(model, ids)
+    assert report.ok, report
+    assert report.systems == ["shlo (cpu)", "interpreter", "xla", "pytorch"]
+    with torch.no_grad():
+        want = model(ids).numpy()
+    np.testing.assert_allclose(report.outputs["shlo (cpu)"][0], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(report.outputs["pytorch"][0], want)
