@@ -105,24 +105,22 @@ def _configure(pm: passmanager.PassManager, config: OptConfig) -> None:
 
 
 def _parse(chunk: Chunk, context: ir.Context) -> ir.Module:
-    module = _parse_chunk(chunk, context)
-    inline_resources(module, chunk.data)
-    return module
-
-
-def _parse_chunk(chunk: Chunk, context: ir.Context) -> ir.Module:
     if mentions_sdy(chunk.data):
         # Shardy annotations: shlo.io drops them from single-device programs.
         return parse_module(chunk.data, context, chunk.filename)
     # MLIR's own parser below: shlo.io's guard against its crashes first.
     text = chunk.data.encode() if isinstance(chunk.data, str) else chunk.data
     refuse_negative_chlo_broadcast_dimensions(text, chunk.filename)
+    if not isinstance(chunk.data, str) and chunk.path is None:
+        return parse_module(chunk.data, context, chunk.filename)
     if chunk.path is not None:
         # parseFile keeps the real file name in every location.
-        return ir.Module.parseFile(chunk.path, context)
-    if isinstance(chunk.data, str):
-        return ir.Module.parse(chunk.data, context)
-    return parse_module(chunk.data, context, chunk.filename)
+        module = ir.Module.parseFile(chunk.path, context)
+    else:
+        module = ir.Module.parse(chunk.data, context)
+    # What parse_module does after parsing, which MLIR's parser does not.
+    inline_resources(module, chunk.data)
+    return module
 
 
 def _render(module: ir.Module, config: OptConfig) -> bytes:

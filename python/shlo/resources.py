@@ -59,7 +59,8 @@ def _resource_constants(module: ir.Module) -> list[ir.Operation]:
 
 def _blobs(module: ir.Module) -> dict[str, bytes]:
     """Each resource blob of the module's builtin dialect, by handle, without its alignment."""
-    text = module.operation.get_asm(large_elements_limit=None)
+    # Only the trailer is read: other constants print elided, blobs in full.
+    text = module.operation.get_asm(large_elements_limit=16)
     trailer = text[text.rfind("{-#") :] if "{-#" in text else ""
     return {name.strip('"'): bytes.fromhex(hex_)[4:] for name, hex_ in _BLOB.findall(trailer)}
 
