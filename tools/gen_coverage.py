@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from shlo.conformance import load_expected_failures, op_name
+from shlo.tools.generated_docs import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "coverage.md"
@@ -106,14 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/coverage.md is stale")
     args = parser.parse_args(argv)
-    text = render()
-    if not args.check:
-        OUTPUT.write_text(text, encoding="utf-8")
-        return 0
-    if not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != text:
-        print(f"docs/coverage.md is out of date; regenerate it with `{COMMAND}`", file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(OUTPUT, ROOT, render(), COMMAND, args.check)
 
 
 if __name__ == "__main__":

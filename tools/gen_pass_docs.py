@@ -20,6 +20,7 @@ from typing import Any
 
 from shlo.pass_framework import Pass, PassPipeline
 from shlo.passes import PASSES
+from shlo.tools.generated_docs import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT = ROOT / "docs" / "passes.md"
@@ -117,15 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate docs/passes.md from pass docstrings.")
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/passes.md is stale")
     args = parser.parse_args(argv)
-    text = render()
-    if not args.check:
-        OUTPUT.write_text(text, encoding="utf-8")
-        return 0
-    if not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != text:
-        where = OUTPUT.relative_to(ROOT)
-        print(f"{where} is out of date; regenerate it with `{COMMAND}`", file=sys.stderr)
-        return 1
-    return 0
+    return write_or_check(OUTPUT, ROOT, render(), COMMAND, args.check)
 
 
 if __name__ == "__main__":
