@@ -2,6 +2,7 @@
 
   .venv/bin/python -m bench [--quick] [--only matmul,gpt2] [--repeats N]
       [--budget S] [--systems shlo,xla,iree,numpy] [--threads N] [--out DIR]
+      [--target cpu|cuda]
 
 Every model is a JAX function exported with jax.export. For each model, every
 system compiles it and runs it once, the result is compared with jax's, and
@@ -11,11 +12,16 @@ call). The table gives min and median ms, GFLOP/s or GB/s and the share of
 the machine's peak (measured first, bench/peak.c), compile times and shlo's
 median over the best correct peer's. Results go to DIR/bench.json and
 DIR/ratios.png. Exit status 1 when any shlo result is wrong or fails.
+
+``--target cuda`` measures shlo's CUDA backend against XLA on the GPU (jax's
+GPU backend, f32 matmuls at full precision), from device arrays, and the
+GPU's peak (bench/peak.py, measure_gpu); exit status 2 when jax has no GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -25,26 +31,47 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax
-import numpy as np
+def _target_in_argv(argv: list[str]) -> str:
+    """--target's value in ``argv``, before argparse (which checks it later); "cpu" if absent."""
+    for index, arg in enumerate(argv):
+        name, _, value = arg.partition("=")
+        if len(name) > 3 and "--target".startswith(name):  # argparse takes prefixes too
+            return value or (argv[index + 1] if index + 1 < len(argv) else "cpu")
+    return "cpu"
 
-from bench import peak as peak_module
-from bench.models import BUILDERS, Model
-from bench.systems import (
+
+# jax picks its platforms once, when it starts, from JAX_PLATFORMS, so the
+# target must be known before that: hence this look at sys.argv ahead of
+# argparse. CPU mode pins jax to the CPU, as the suite always did; cuda mode
+# leaves jax its GPU. Imported (tests call main(argv)), the module pins the
+# CPU unless JAX_PLATFORMS is set, and main(["--target", "cuda"]) then says
+# that jax has no GPU.
+if __name__ != "__main__" or _target_in_argv(sys.argv[1:]) != "cuda":
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bench import peak as peak_module  # noqa: E402
+from bench.models import BUILDERS, Model  # noqa: E402
+from bench.systems import (  # noqa: E402
+    CUDA_SYSTEMS,
     PEERS,
     SYSTEMS,
+    TARGETS,
     Case,
     Unavailable,
     compare,
     first_line,
     output_leaves,
+    peers_for,
     prepare,
 )
 
@@ -157,8 +184,14 @@ def time_interleaved(
 
 
 def run_model(
-    name: str, quick: bool, systems: list[str], args: argparse.Namespace, peak: Any
+    name: str,
+    quick: bool,
+    systems: list[str],
+    args: argparse.Namespace,
+    peak: Any,
+    device: Any = None,
 ) -> ModelResult:
+    """One model on every system; ``device``: the jax GPU with --target cuda."""
     try:
         model = BUILDERS[name](quick)
         case = Case.export(model)
@@ -180,7 +213,7 @@ def run_model(
     order = sorted(systems, key=lambda s: s != "xla")  # XLA first: it is the reference
     for system in order:
         try:
-            prepared = prepare(system, case, args.threads)
+            prepared = prepare(system, case, args.threads, args.target, device)
         except Unavailable as reason:
             result.systems[system] = SystemResult("skipped", note=str(reason))
             continue
@@ -191,10 +224,11 @@ def run_model(
         result.systems[system] = entry
         if reference is None:
             try:
+                model_args = model.args if device is None else jax.device_put(model.args, device)
                 reference = (
                     prepared.outputs
                     if system == "xla"
-                    else output_leaves(jax.jit(model.fn)(*model.args))
+                    else output_leaves(jax.jit(model.fn)(*model_args))
                 )
             except Exception as error:
                 reference = short_error(error)
@@ -224,6 +258,7 @@ def run_model(
                 top = peak.fma_gflops if model.unit == "flop" else peak.copy_gbps
                 entry.percent_of_peak = 100 * entry.rate / top
     shlo = result.systems.get("shlo")
+    peer_names = peers_for(args.target)
     if shlo is not None and shlo.correct and shlo.median_ms:
         for system, entry in result.systems.items():
             if system != "shlo" and entry.median_ms:
@@ -231,7 +266,7 @@ def run_model(
         peers = [
             (entry.median_ms, system)
             for system, entry in result.systems.items()
-            if system in PEERS and entry.correct and entry.median_ms
+            if system in peer_names and entry.correct and entry.median_ms
         ]
         if peers:
             best_ms, result.best_peer = min(peers)
@@ -272,18 +307,19 @@ def print_model(result: ModelResult) -> None:
         print(f"  shlo / best peer ({result.best_peer}): {result.shlo_over_best_peer:.2f}")
 
 
-def print_summary(results: list[ModelResult]) -> float | None:
-    print(
-        f"\n{'model':12} {'shlo/best peer':>14} {'best peer':>9} {'shlo/xla':>9} "
-        f"{'shlo/iree':>9} {'shlo/numpy':>10}"
-    )
+def print_summary(results: list[ModelResult], peers: Sequence[str] = PEERS) -> float | None:
+    # One column per peer, at least 9 wide: "shlo/xla", "shlo/iree", "shlo/numpy".
+    widths = [max(9, len(f"shlo/{peer}")) for peer in peers]
+    columns = "".join(f" {f'shlo/{peer}':>{w}}" for peer, w in zip(peers, widths))
+    print(f"\n{'model':12} {'shlo/best peer':>14} {'best peer':>9}{columns}")
     for result in results:
         ratios = [
-            number(result.systems[s].shlo_over_this) if s in result.systems else "-" for s in PEERS
+            number(result.systems[s].shlo_over_this) if s in result.systems else "-" for s in peers
         ]
+        cells = "".join(f" {ratio:>{w}}" for ratio, w in zip(ratios, widths))
         print(
             f"{result.name:12} {number(result.shlo_over_best_peer):>14} "
-            f"{result.best_peer or '-':>9} {ratios[0]:>9} {ratios[1]:>9} {ratios[2]:>10}"
+            f"{result.best_peer or '-':>9}{cells}"
         )
     ratios = [r.shlo_over_best_peer for r in results if r.shlo_over_best_peer]
     geomean = math.exp(statistics.fmean(math.log(r) for r in ratios)) if ratios else None
@@ -297,34 +333,37 @@ def print_summary(results: list[ModelResult]) -> float | None:
     return geomean
 
 
-def plot(results: list[ModelResult], path: Path) -> None:
+def plot(
+    results: list[ModelResult], path: Path, peers: Sequence[str] = PEERS, title: str = ""
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    width = 0.8 / len(PEERS)
+    width = 0.8 / len(peers)
     figure, axes = plt.subplots(figsize=(max(6, 1.1 * len(results)), 4.5))
-    for index, peer in enumerate(PEERS):
+    for index, peer in enumerate(peers):
         xs, ys = [], []
         for position, result in enumerate(results):
             entry = result.systems.get(peer)
             if entry is not None and entry.shlo_over_this:
-                xs.append(position + (index - (len(PEERS) - 1) / 2) * width)
+                xs.append(position + (index - (len(peers) - 1) / 2) * width)
                 ys.append(entry.shlo_over_this)
         axes.bar(xs, ys, width, label=f"shlo / {peer}")
     axes.axhline(1.0, color="black", linewidth=1)
     axes.set_yscale("log")
     axes.set_xticks(range(len(results)), [r.name for r in results], rotation=30, ha="right")
     axes.set_ylabel("median time ratio (below 1: shlo faster)")
-    axes.set_title("shlo / peer, python -m bench")
+    axes.set_title(title or "shlo / peer, python -m bench")
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
 
 
-def machine_info() -> dict[str, Any]:
+def machine_info(device: Any = None) -> dict[str, Any]:
+    """The host; with ``device`` (the jax GPU of --target cuda) the GPU's name too."""
     cpu = platform.processor()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -333,12 +372,15 @@ def machine_info() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {
+    info = {
         "cpu": cpu,
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
     }
+    if device is not None:
+        info["gpu"] = device.device_kind
+    return info
 
 
 def versions() -> dict[str, str | None]:
@@ -383,15 +425,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "previous system's spinning threads sleep (default 0.25; 0 in --quick mode)",
     )
     parser.add_argument(
-        "--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS)
+        "--systems",
+        help="comma-separated, from " + ",".join(SYSTEMS) + " (default: all; with --target "
+        f"cuda: {','.join(CUDA_SYSTEMS)}, and iree and numpy, CPU peers, are skipped there)",
     )
     parser.add_argument("--threads", type=int, help="threads for shlo.compile (default: its own)")
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
     )
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="cpu",
+        help="cpu (default): shlo, XLA, IREE and numpy on the CPU; cuda: shlo's CUDA backend "
+        "against XLA on the GPU (jax with its GPU backend)",
+    )
     args = parser.parse_args(argv)
     args.models = _choose(parser, "--only", args.only, list(BUILDERS))
     args.system_list = _choose(parser, "--systems", args.systems, list(SYSTEMS))
+    if args.systems is None and args.target == "cuda":
+        args.system_list = list(CUDA_SYSTEMS)
     if args.repeats is None:
         args.repeats = 1 if args.quick else DEFAULT_REPEATS
     if args.settle is None:
@@ -400,6 +453,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--repeats must be at least 1")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
+    if args.threads is not None and args.target != "cpu":
+        parser.error("--threads applies to --target cpu only")
     return args
 
 
@@ -415,13 +470,68 @@ def _choose(parser: argparse.ArgumentParser, flag: str, value: str | None, known
     return [name for name in known if name in chosen]
 
 
+class NoGpu(Exception):
+    """--target cuda, and jax has no GPU."""
+
+
+def gpu_device() -> Any:
+    """jax's first GPU, or NoGpu saying why there is none and what to do."""
+    try:
+        devices, reason = jax.devices("gpu"), "jax.devices('gpu') is empty"
+    except Exception as error:  # RuntimeError: "Unknown backend: 'gpu' requested, ..."
+        devices, reason = [], short_error(error)
+    if devices:
+        return devices[0]
+    hint = "a CUDA GPU and jax's CUDA plugin (jax[cuda12] or jax[cuda13])"
+    platforms = os.environ.get("JAX_PLATFORMS")
+    if platforms:
+        hint += (
+            f"; JAX_PLATFORMS is {platforms!r}, which may hide the GPU (the suite sets "
+            "'cpu' when imported, not run as python -m bench --target cuda)"
+        )
+    raise NoGpu(f"--target cuda needs {hint}: {reason}")
+
+
+@contextlib.contextmanager
+def full_f32_matmuls() -> Iterator[None]:
+    """XLA at jax_default_matmul_precision "highest" inside, as before outside.
+
+    On a GPU, XLA's default precision may compute f32 matmuls and convolutions
+    in TF32 (10-bit mantissas); shlo computes them in f32.
+    """
+    previous = jax.config.jax_default_matmul_precision
+    jax.config.update("jax_default_matmul_precision", "highest")
+    try:
+        yield
+    finally:
+        jax.config.update("jax_default_matmul_precision", previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.target == "cpu":
+        return run(args, None)
+    try:
+        device = gpu_device()
+    except NoGpu as error:
+        print(f"python -m bench: error: {error}", file=sys.stderr)
+        return 2
+    with full_f32_matmuls():
+        return run(args, device)
+
+
+def run(args: argparse.Namespace, device: Any) -> int:
+    """The suite; ``device`` is jax's GPU with --target cuda, else None."""
     started = time.perf_counter()
-    # The machine's peak uses every core, whatever --threads gives shlo.
-    peak = peak_module.measure(os.cpu_count() or 1)
+    if device is None:
+        # The machine's peak uses every core, whatever --threads gives shlo.
+        peak = peak_module.measure(os.cpu_count() or 1)
+        units = "threads"
+    else:
+        peak = peak_module.measure_gpu(device)
+        units = "SMs"
     print(
-        f"peak ({peak.method}, {peak.threads} threads): "
+        f"peak ({peak.method}, {peak.threads} {units}): "
         f"{peak.fma_gflops:.1f} GFLOP/s FMA, {peak.copy_gbps:.1f} GB/s copy"
     )
     if os.environ.get("SHLO_CACHE_DIR"):
@@ -431,14 +541,21 @@ def main(argv: list[str] | None = None) -> int:
         f"mode: {mode}; systems: {', '.join(args.system_list)}; repeats {args.repeats}, "
         f"budget {args.budget} s per system and model, {args.settle} s idle before each call"
     )
+    if device is not None:
+        print(
+            f"target: cuda on {device.device_kind}; XLA at jax_default_matmul_precision="
+            f"{jax.config.jax_default_matmul_precision} (full f32, no TF32); peers: "
+            + ", ".join(peers_for(args.target))
+        )
     results = []
     for name in args.models:
         model_start = time.perf_counter()
-        result = run_model(name, args.quick, args.system_list, args, peak)
+        result = run_model(name, args.quick, args.system_list, args, peak, device)
         result.seconds = time.perf_counter() - model_start
         print_model(result)
         results.append(result)
-    geomean = print_summary(results)
+    peers = peers_for(args.target)
+    geomean = print_summary(results, peers)
     bad = [
         f"{r.name}: {s.status} ({s.error})"
         for r in results
@@ -449,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full",
         "options": {
+            "target": args.target,
+            "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
             "models": args.models,
             "systems": args.system_list,
             "repeats": args.repeats,
@@ -458,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             "SHLO_CACHE_DIR": os.environ.get("SHLO_CACHE_DIR"),
             "SHLO_THREADS": os.environ.get("SHLO_THREADS"),
         },
-        "machine": machine_info(),
+        "machine": machine_info(device),
         "versions": versions(),
         "peak": asdict(peak),
         "models": [asdict(r) for r in results],
@@ -469,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.out / "bench.json"
     json_path.write_text(json.dumps(report, indent=1) + "\n")
     png_path = args.out / "ratios.png"
-    plot(results, png_path)
+    title = "" if device is None else "shlo / peer, python -m bench --target cuda"
+    plot(results, png_path, peers, title)
     print(f"\nwrote {json_path} and {png_path} ({report['seconds']:.0f} s)")
     if bad:
         print("shlo is wrong or failed on: " + "; ".join(bad), file=sys.stderr)

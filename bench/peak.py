@@ -4,6 +4,9 @@
 -fopenmp`` and called through ctypes. Without a C compiler (or OpenMP) the
 numbers are numpy estimates (a large float32 matmul and ``np.copyto``), which
 understate the peak; ``method`` says which one was used.
+
+With ``--target cuda`` the GPU's peak is measured with jax instead
+(``measure_gpu``): a fused elementwise copy and a fused chain of FMAs.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,14 +35,23 @@ FMA_SECONDS = 1.0
 COPY_CHUNK = 1 << 19
 COPY_PASSES = 20
 COPY_SECONDS = 1.0
+# The GPU (measure_gpu): a 256 MiB f32 array for the copy, far larger than
+# the L2 cache; 256 FMAs on each of 64M elements, compute-bound. Each run
+# chains GPU_CALLS calls, dispatched while the previous one computes, so jax's
+# dispatch time does not count; the best of GPU_RUNS runs after a warm-up.
+GPU_COPY_FLOATS = 64 << 20
+GPU_FMA_FLOATS = 64 << 20
+GPU_FMA_STEPS = 256
+GPU_CALLS = 5
+GPU_RUNS = 10
 
 
 @dataclass
 class Peak:
     fma_gflops: float
     copy_gbps: float
-    threads: int
-    method: str  # "cc -O3 -march=native -fopenmp" or "numpy estimate (...)"
+    threads: int  # CPU threads; on a GPU its streaming multiprocessors (0: unknown)
+    method: str  # "cc -O3 -march=native -fopenmp", "numpy estimate (...)" or "jax on <GPU>"
 
 
 def measure(threads: int) -> Peak:
@@ -109,3 +122,52 @@ def _seconds(fn) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def measure_gpu(
+    device: Any, floats: int = GPU_COPY_FLOATS, fma_floats: int = GPU_FMA_FLOATS
+) -> Peak:
+    """The jax GPU ``device``'s copy bandwidth (bytes read + written) and f32 FMA throughput.
+
+    The copy is a jitted ``x + 1.0``; the FMA peak a jitted chain of
+    GPU_FMA_STEPS ``y * a + b`` (unrolled when traced, so XLA fuses it into
+    one kernel; ``a`` and ``b`` are arguments, so nothing folds), 2 flops each.
+    """
+    import jax
+    import numpy as np
+
+    add_one = jax.jit(lambda x: x + np.float32(1.0))
+    x = jax.device_put(np.zeros(floats, np.float32), device)
+    copy_s = _best_gpu_seconds(add_one, x)
+    del x
+
+    def fma_chain(y, a, b):
+        for _ in range(GPU_FMA_STEPS):
+            y = y * a + b
+        return y
+
+    # y stays 1.0: no overflow, no denormals.
+    scalars = jax.device_put((np.float32(0.5), np.float32(0.5)), device)
+    fma = jax.jit(fma_chain)
+    y = jax.device_put(np.ones(fma_floats, np.float32), device)
+    fma_s = _best_gpu_seconds(lambda v: fma(v, *scalars), y)
+    return Peak(
+        fma_gflops=2 * GPU_FMA_STEPS * fma_floats / fma_s / 1e9,
+        copy_gbps=2 * 4 * floats / copy_s / 1e9,
+        threads=int(getattr(device, "core_count", 0) or 0),
+        method=f"jax on {device.device_kind}",
+    )
+
+
+def _best_gpu_seconds(fn, x) -> float:
+    """Best seconds per call of ``fn`` over GPU_RUNS runs of GPU_CALLS chained calls."""
+    fn(x).block_until_ready()  # compiles and warms up
+    best = float("inf")
+    for _ in range(GPU_RUNS):
+        y = x
+        start = time.perf_counter()
+        for _ in range(GPU_CALLS):
+            y = fn(y)
+        y.block_until_ready()
+        best = min(best, (time.perf_counter() - start) / GPU_CALLS)
+    return best

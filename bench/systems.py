@@ -5,6 +5,9 @@ Each ``prepare_*`` compiles one model, calls it once and returns a
 arrays (flattened in jax's pytree order) and the compile time. Every system
 gets the inputs in the form it runs from: numpy arrays for shlo and numpy,
 device arrays for XLA and IREE (uploaded once, outside the timing).
+
+With ``--target cuda`` only shlo and XLA run, on the GPU, from jax GPU arrays
+uploaded once; IREE and numpy are CPU peers and are skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +25,15 @@ from bench.models import Model
 
 SYSTEMS = ("shlo", "xla", "iree", "numpy")
 PEERS = ("xla", "iree", "numpy")
+TARGETS = ("cpu", "cuda")
+# --target cuda: the systems measured by default and the peers of shlo's ratio.
+CUDA_SYSTEMS = ("shlo", "xla")
+CUDA_PEERS = ("xla",)
+CPU_PEER_NOTE = "CPU peer; not measured with --target cuda"
+
+
+def peers_for(target: str) -> tuple[str, ...]:
+    return CUDA_PEERS if target == "cuda" else PEERS
 
 
 class Unavailable(Exception):
@@ -67,12 +79,46 @@ def prepare_shlo(case: Case, threads: int | None) -> Prepared:
     return Prepared(lambda: executable(*inputs), output_leaves(first), compile_s)
 
 
-def prepare_xla(case: Case) -> Prepared:
+def prepare_shlo_cuda(case: Case, device: Any) -> Prepared:
+    """shlo's CUDA executable, called with jax GPU arrays uploaded once, outside the timing.
+
+    It takes any DLPack array on a CUDA device, returns device-resident results
+    (``.numpy()`` copies one to the host) and synchronizes before returning, so
+    a call's time includes the GPU work.
+    """
+    import shlo
+
+    device_inputs = jax.block_until_ready([jax.device_put(x, device) for x in case.inputs])
+    start = time.perf_counter()
+    executable = shlo.compile(case.exported.mlir_module_serialized, target="cuda")
+    first = executable(*device_inputs)
+    compile_s = time.perf_counter() - start
+    results = first if isinstance(first, (list, tuple)) else (first,)
+    outputs = [np.asarray(r.numpy()) for r in results]
+    return Prepared(lambda: executable(*device_inputs), outputs, compile_s)
+
+
+def prepare_xla(case: Case, device: Any = None) -> Prepared:
+    """jax.jit's executable; on ``device`` (a jax GPU) when given, else jax's default (CPU)."""
+    if device is not None:
+        return _prepare_xla_on(case, device)
     args = case.model.args
     start = time.perf_counter()
     compiled = jax.jit(case.model.fn).lower(*args).compile()
     compile_s = time.perf_counter() - start
     device_args = jax.device_put(args)
+    first = jax.block_until_ready(compiled(*device_args))
+    return Prepared(
+        lambda: jax.block_until_ready(compiled(*device_args)), output_leaves(first), compile_s
+    )
+
+
+def _prepare_xla_on(case: Case, device: Any) -> Prepared:
+    # Lowered with arguments committed to the device, so it is compiled for that device.
+    device_args = jax.block_until_ready(jax.device_put(case.model.args, device))
+    start = time.perf_counter()
+    compiled = jax.jit(case.model.fn).lower(*device_args).compile()
+    compile_s = time.perf_counter() - start
     first = jax.block_until_ready(compiled(*device_args))
     return Prepared(
         lambda: jax.block_until_ready(compiled(*device_args)), output_leaves(first), compile_s
@@ -131,7 +177,19 @@ def prepare_numpy(case: Case) -> Prepared:
     return Prepared(lambda: numpy_fn(*args), output_leaves(first), None)
 
 
-def prepare(system: str, case: Case, threads: int | None) -> Prepared:
+def prepare(
+    system: str, case: Case, threads: int | None, target: str = "cpu", device: Any = None
+) -> Prepared:
+    """The system's Prepared; ``device`` is the jax GPU with ``target="cuda"``."""
+    if target == "cuda":
+        if system == "shlo":
+            return prepare_shlo_cuda(case, device)
+        if system == "xla":
+            return prepare_xla(case, device)
+        if system in SYSTEMS:
+            raise Unavailable(CPU_PEER_NOTE)
+    elif target != "cpu":
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     if system == "shlo":
         return prepare_shlo(case, threads)
     if system == "xla":

@@ -109,24 +109,44 @@ class Executable:
                 self._compiled.move_to_end(signature)
             except KeyError:  # evicted meanwhile by another thread
                 pass
-        results = function(arrays)
+        try:
+            results = function(arrays)
+        finally:
+            for array in arrays:
+                if not isinstance(array, np.ndarray):
+                    array.release()
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _check_inputs(self, args: Sequence[Any]) -> list[np.ndarray]:
+    def _check_inputs(self, args: Sequence[Any]) -> list[Any]:
+        """numpy arrays, and arguments in the backend's device memory (see
+        ``Backend.device_argument``), which the caller releases after the call."""
         if len(args) != len(self.params):
             raise ValueError(f"@{self.entry} takes {len(self.params)} argument(s), got {len(args)}")
-        arrays = []
-        for index, arg in enumerate(args):
-            array = arg if type(arg) is np.ndarray else np.asarray(arg)
-            static = self._static_shapes[index]
-            if array.dtype != self._dtypes[index] or (
-                array.shape != static if static is not None else not self._shape_fits(index, array)
-            ):
-                self._raise_mismatch(index, array)
-            arrays.append(array if array.flags.c_contiguous else np.ascontiguousarray(array))
+        arrays: list[Any] = []
+        try:
+            for index, arg in enumerate(args):
+                device = None if type(arg) is np.ndarray else self._backend.device_argument(arg)
+                array = device if device is not None else arg
+                if device is None and type(arg) is not np.ndarray:
+                    array = np.asarray(arg)
+                if array.dtype != self._dtypes[index] or not self._shape_fits(index, array):
+                    if device is not None:
+                        device.release()
+                    self._raise_mismatch(index, array)
+                if device is None and not array.flags.c_contiguous:
+                    array = np.ascontiguousarray(array)
+                arrays.append(array)
+        except BaseException:
+            for taken in arrays:
+                if not isinstance(taken, np.ndarray):
+                    taken.release()
+            raise
         return arrays
 
-    def _shape_fits(self, index: int, array: np.ndarray) -> bool:
+    def _shape_fits(self, index: int, array: Any) -> bool:
+        static = self._static_shapes[index]
+        if static is not None:
+            return array.shape == static
         shape = self.params[index][0]
         return array.ndim == len(shape) and all(
             want is None or want == got for want, got in zip(shape, array.shape)

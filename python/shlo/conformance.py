@@ -642,11 +642,30 @@ def compile_for_cuda(module: ir.Module, name: str, filename: str) -> tuple[str, 
     return "pass", ""
 
 
+def _device_arch() -> str:
+    """This machine's GPU architecture where the backend supports it, else the oldest (its PTX
+    is JIT-compiled for newer GPUs)."""
+    from shlo.backends.cuda.driver import available_driver
+    from shlo.backends.cuda.ptx import SUPPORTED_ARCHS
+
+    arch = available_driver().architecture()
+    return arch if arch in SUPPORTED_ARCHS else CUDA_PTX_ARCHS[0]
+
+
 def _load_for_cuda(module: ir.Module, name: str, filename: str) -> Any:
+    """A function running ``name`` on the GPU; it takes the arguments the CPU's does (a 0-d
+    input as one element, unsigned integers as their signless storage)."""
+    from shlo.backends.cpu.runtime import ArrayType
     from shlo.backends.cuda import CudaBackend
 
-    lowered = _lower_for_cuda(module_to_bytecode(module), name, filename, CUDA_PTX_ARCHS[0])
-    return CudaBackend().load(lowered)
+    lowered = _lower_for_cuda(module_to_bytecode(module), name, filename, _device_arch())
+    function = CudaBackend().load(lowered)
+    types = [ArrayType.parse(t, module.context) for t in lowered.input_types]
+
+    def call(arrays: list[np.ndarray]) -> list[np.ndarray]:
+        return function([a.reshape(t.shape).view(t.dtype) for a, t in zip(arrays, types)])
+
+    return call
 
 
 def _relative_name(path: Path, root: Path) -> str:

@@ -90,7 +90,12 @@ class ExportedFunction:
             raise TypeError(
                 f"arguments of structure {tree} do not match the export's {self.exported.in_tree}"
             )
-        inputs = [np.asarray(leaves[i]) for i in self.exported.module_kept_var_idx]
+        # GPU arrays stay where they are for a GPU target; the rest are read as numpy arrays.
+        on_gpu = _gpu_array_test(self.executable.target)
+        inputs = [
+            leaves[i] if on_gpu(leaves[i]) else np.asarray(leaves[i])
+            for i in self.exported.module_kept_var_idx
+        ]
         if self._platform_index is not None:
             inputs.insert(0, self._platform_index)
         results = self.executable(*inputs)
@@ -191,7 +196,15 @@ class Jitted:
         return jax.tree_util.tree_map(_to_jax, outputs)
 
 
-def _to_jax(array: np.ndarray) -> Any:
+def _gpu_array_test(target: str) -> Callable[[Any], bool]:
+    if target != "cuda":
+        return lambda value: False
+    from shlo.backends.cuda.dlpack import is_device_array
+
+    return is_device_array
+
+
+def _to_jax(array: Any) -> Any:
     """A jax array over ``array``'s memory where DLPack allows, else a copy."""
     import jax.numpy as jnp
 

@@ -8,6 +8,7 @@ results, so a wrong shlo answer fails this test.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,86 @@ def test_quick_suite(tmp_path: Path) -> None:
             assert peer["status"] in ("ok", "skipped"), f"{name} on {system}: {peer['error']}"
     assert report["peak"]["fma_gflops"] > 0 and report["peak"]["copy_gbps"] > 0
     assert (tmp_path / "ratios.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_target_cuda_parsing() -> None:
+    import bench.__main__ as suite
+    from bench.systems import CPU_PEER_NOTE, Unavailable, prepare
+
+    args = suite.parse_args(["--quick", "--target", "cuda"])
+    assert (args.target, args.system_list) == ("cuda", ["shlo", "xla"])
+    assert suite.parse_args(["--quick"]).system_list == ["shlo", "xla", "iree", "numpy"]
+    asked = suite.parse_args(["--target=cuda", "--systems", "numpy,shlo"])
+    assert asked.system_list == ["shlo", "numpy"]
+    for bad in (["--target", "tpu"], ["--target", "cuda", "--threads", "2"]):
+        with pytest.raises(SystemExit):
+            suite.parse_args(bad)
+    # Read from sys.argv before jax starts, so that only CPU mode pins jax to the CPU.
+    assert suite._target_in_argv(["--quick", "--target", "cuda"]) == "cuda"
+    assert suite._target_in_argv(["--target=cuda"]) == "cuda"
+    assert suite._target_in_argv(["--targ", "cuda"]) == "cuda"
+    assert suite._target_in_argv(["--quick", "--threads", "2"]) == "cpu"
+    # The CPU peers are skipped on the GPU, before the case is looked at.
+    with pytest.raises(Unavailable, match=CPU_PEER_NOTE):
+        prepare("numpy", None, None, "cuda")  # type: ignore[arg-type]
+
+
+def test_target_cuda_without_gpu_fails_fast(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import jax
+
+    import bench.__main__ as suite
+
+    # In this process jax is pinned to the CPU (conftest, or the suite when imported).
+    assert jax.default_backend() == "cpu" and os.environ.get("JAX_PLATFORMS") == "cpu"
+    status = suite.main(["--quick", "--target", "cuda", "--only", "matmul", "--out", str(tmp_path)])
+    assert status == 2
+    error = capsys.readouterr().err
+    assert "--target cuda needs a CUDA GPU" in error and "JAX_PLATFORMS is 'cpu'" in error
+    assert not (tmp_path / "bench.json").exists()
+    assert jax.config.jax_default_matmul_precision is None
+
+
+def test_target_cuda_leaves_jax_its_platforms(tmp_path: Path) -> None:
+    # Run as python -m bench, cuda mode must not pin jax to the CPU: on a
+    # machine without a GPU, jax then has no GPU of its own accord.
+    plugins = [p for p in ("jax-cuda12-plugin", "jax-cuda13-plugin") if _installed(p)]
+    if plugins:
+        pytest.skip(f"{plugins[0]} is installed: jax may have a GPU here")
+    env = {key: value for key, value in os.environ.items() if key != "JAX_PLATFORMS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--target", "cuda", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "--target cuda needs a CUDA GPU" in result.stderr
+    assert "JAX_PLATFORMS" not in result.stderr  # the suite did not set it
+    assert "gpu" in result.stderr  # jax's own reason: no gpu platform
+    assert not (tmp_path / "bench.json").exists()
+
+
+def test_gpu_peak_runs_on_any_jax_device() -> None:
+    # The GPU peak's code, on the CPU with small arrays: the numbers mean nothing here.
+    import jax
+
+    from bench.peak import measure_gpu
+
+    peak = measure_gpu(jax.devices()[0], floats=1 << 12, fma_floats=1 << 12)
+    assert peak.fma_gflops > 0 and peak.copy_gbps > 0
+    assert peak.method == f"jax on {jax.devices()[0].device_kind}"
+
+
+def _installed(package: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return False
+    return True

@@ -54,6 +54,11 @@ class Backend(ABC):
     def load(self, lowered: Any) -> CompiledFunction:
         """The callable for what ``lower`` returned (runs in the host)."""
 
+    def device_argument(self, value: Any) -> Any | None:
+        """``value`` as an argument in this backend's device memory, with ``shape``, ``dtype``
+        and ``release()``; None when it is to be read as a numpy array (the default)."""
+        return None
+
     def emit(self, kind: str, lowered: Any) -> bytes:
         """The artifact of ``kind`` (one of ``emit_kinds``) in what ``lower`` returned."""
         raise ValueError(f"target {self.name!r} emits nothing")

@@ -10,7 +10,10 @@ them as a table and writes them to ``$SHLO_ZOO_REPORT`` when it is set.
 
 from __future__ import annotations
 
+import ctypes
+import dataclasses
 import importlib.util
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import shlo
 import shlo.jax
 from jax import export
 from shlo.compiler import emit
@@ -41,6 +45,9 @@ class Result:
     jax_ms: float | None = None
     # The architectures whose cubin was made from the program ("" when not tried).
     cuda: str = ""
+    # On a machine with a GPU: the program compiled for target="cuda" and run there.
+    cuda_correct: bool | None = None
+    cuda_ms: float | None = None
     error: str = ""
 
 
@@ -61,19 +68,30 @@ def cuda_toolchain_present() -> bool:
     return find_ptxas() is not None
 
 
+def gpu_present() -> bool:
+    """A CUDA driver that loads, so target="cuda" code can run here."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
 def markdown_table(results: Sequence[Result]) -> str:
     def number(value: float | None, digits: int) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
 
     lines = [
-        "| model | correct | compile s | shlo ms | jax ms | cuda cubin |",
-        "|---|---|---:|---:|---:|---|",
+        "| model | correct | compile s | shlo ms | jax ms | cuda cubin | cuda run | cuda ms |",
+        "|---|---|---:|---:|---:|---|---|---:|",
     ]
     for r in results:
         correct = "yes" if r.correct else f"NO: {r.error}" if r.error else "NO"
+        cuda_run = {None: "-", True: "yes", False: "NO"}[r.cuda_correct]
         lines.append(
             f"| {r.name} | {correct} | {number(r.compile_s, 1)} "
-            f"| {number(r.shlo_ms, 2)} | {number(r.jax_ms, 3)} | {r.cuda or '-'} |"
+            f"| {number(r.shlo_ms, 2)} | {number(r.jax_ms, 3)} | {r.cuda or '-'} "
+            f"| {cuda_run} | {number(r.cuda_ms, 3)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -157,11 +175,32 @@ def check(
         result.shlo_ms = ms_per_call(lambda: shlo_jitted(*args))
         result.jax_ms = ms_per_call(lambda: jax.block_until_ready(jitted(*args)))
         exported = shlo_jitted.export(*args)
-        compile_for_cuda(exported.mlir_module_serialized, kept_leaves(exported, args), result)
+        inputs = kept_leaves(exported, args)
+        compile_for_cuda(exported.mlir_module_serialized, inputs, result)
+        if gpu_present():
+            want = [np.asarray(w) for w in jax.tree_util.tree_leaves(jitted(*args))]
+            run_on_gpu(name, exported.mlir_module_serialized, inputs, want, rtol, result)
     except Exception as error:
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         result.error = f"{type(error).__name__}: {first_line}"[:120].replace("|", "/")
         raise
+    finally:
+        append_result(result)
+
+
+def append_result(result: Result) -> None:
+    """Add ``result`` as a JSON line to $SHLO_ZOO_RESULTS, when set: the table of a run whose
+    tests run in several processes (pytest -n) is made from that file."""
+    path = os.environ.get("SHLO_ZOO_RESULTS")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps(dataclasses.asdict(result)) + "\n")
+
+
+def table_from_results_file(path: str) -> str:
+    """The markdown table of the results append_result wrote to ``path``."""
+    with open(path) as lines:
+        return markdown_table([Result(**json.loads(line)) for line in lines if line.strip()])
 
 
 def compile_for_cuda(module: bytes, inputs: Sequence[np.ndarray], result: Result) -> None:
@@ -173,3 +212,23 @@ def compile_for_cuda(module: bytes, inputs: Sequence[np.ndarray], result: Result
         cubin = emit(module, "cuda", "cubin", arch=arch, arg_types=arg_types)
         assert cubin.startswith(b"\x7fELF"), f"{arch}: not a cubin"
     result.cuda = "+".join(CUDA_ARCHS)
+
+
+def run_on_gpu(
+    name: str,
+    module: bytes,
+    inputs: Sequence[np.ndarray],
+    want: Sequence[np.ndarray],
+    rtol: float,
+    result: Result,
+) -> None:
+    """Compile ``module`` for target="cuda", run it on this machine's GPU, compare with ``want``."""
+    result.cuda_correct = False
+    executable = shlo.compile(module, target="cuda")
+    got = executable(*inputs)
+    got = list(got) if isinstance(got, tuple) else [got]
+    assert len(got) == len(want), f"{name} on the GPU: {len(got)} outputs, expected {len(want)}"
+    for index, (g, w) in enumerate(zip(got, want)):
+        assert_leaf_close(np.asarray(g), w, rtol, f"{name} output {index} on the GPU")
+    result.cuda_correct = True
+    result.cuda_ms = ms_per_call(lambda: executable(*inputs))

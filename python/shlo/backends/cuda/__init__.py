@@ -57,8 +57,18 @@ def _load(lowered: Any) -> Any:
     from shlo.backends.cuda.driver import available_driver
     from shlo.backends.cuda.runtime import CudaFunction
 
+    driver = available_driver()
+    # The cubin was made for one architecture: use it on that device, else JIT the PTX.
+    cubins = {}
+    if lowered.cubin is not None and driver.architecture() == lowered.arch:
+        cubins[lowered.ptx.encode()] = lowered.cubin
     return CudaFunction(
-        lowered.host_llvm_bytecode, lowered.input_types, lowered.result_types, available_driver()
+        lowered.host_llvm_bytecode,
+        lowered.input_types,
+        lowered.result_types,
+        driver,
+        cubins=cubins,
+        host_accessed=lowered.host_accessed,
     )
 
 
@@ -100,6 +110,11 @@ class CudaBackend(Backend):
 
     def load(self, lowered: Any) -> CompiledFunction:
         return DeviceFunction(lowered)
+
+    def device_argument(self, value: Any) -> Any | None:
+        from shlo.backends.cuda.dlpack import ImportedTensor, is_device_array
+
+        return ImportedTensor(value) if is_device_array(value) else None
 
     def emit(self, kind: str, lowered: Any) -> bytes:
         if kind == "ptx":

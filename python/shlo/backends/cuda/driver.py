@@ -47,6 +47,10 @@ class Driver(abc.ABC):
 
     device_ordinal: int = 0
 
+    def architecture(self) -> str | None:
+        """The device's architecture as ``sm_XY``, None when unknown (a fake device)."""
+        return None
+
     @abc.abstractmethod
     def load_module(self, image: bytes, jit_optimization_level: int | None = None) -> int:
         """Load a cubin or PTX ``image``; PTX is compiled at ``jit_optimization_level`` (0-4)."""
@@ -102,7 +106,20 @@ class Driver(abc.ABC):
         """``size`` (> 0) bytes of managed memory, readable by the host and the device."""
 
     @abc.abstractmethod
-    def free(self, pointer: int) -> None: ...
+    def allocate_device(self, size: int) -> int:
+        """``size`` (> 0) bytes of device memory, which only kernels and copies reach."""
+
+    @abc.abstractmethod
+    def free(self, pointer: int) -> None:
+        """Free what ``allocate_managed`` or ``allocate_device`` returned."""
+
+    @abc.abstractmethod
+    def copy_to_host(self, host: int, device: int, size: int) -> None:
+        """Copy ``size`` bytes of device (or managed) memory to host memory, waiting for it."""
+
+    @abc.abstractmethod
+    def synchronize_context(self) -> None:
+        """Wait for all work on the device in this context, other libraries' included."""
 
     @abc.abstractmethod
     def memcpy(self, destination: int, source: int, size: int, stream: int) -> None: ...
@@ -136,6 +153,17 @@ class CudaDriver(Driver):
         (self._context,) = self._check(
             cuda.cuDevicePrimaryCtxRetain(self._device), "cuDevicePrimaryCtxRetain"
         )
+
+    def architecture(self) -> str:
+        attribute = self._cuda.CUdevice_attribute
+        major, minor = (
+            self._run("cuDeviceGetAttribute", which, self._device)
+            for which in (
+                attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            )
+        )
+        return f"sm_{major}{minor}"
 
     def close(self) -> None:
         """Release the primary context (once every module and buffer is gone)."""
@@ -233,8 +261,19 @@ class CudaDriver(Driver):
         flags = self._cuda.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL
         return int(self._run("cuMemAllocManaged", size, flags))
 
+    def allocate_device(self, size: int) -> int:
+        return int(self._run("cuMemAlloc", size))
+
     def free(self, pointer: int) -> None:
         self._run("cuMemFree", self._cuda.CUdeviceptr(pointer))
+
+    def copy_to_host(self, host: int, device: int, size: int) -> None:
+        cuda = self._cuda
+        # Unified addressing tells the driver which side each pointer is on.
+        self._run("cuMemcpy", cuda.CUdeviceptr(host), cuda.CUdeviceptr(device), size)
+
+    def synchronize_context(self) -> None:
+        self._run("cuCtxSynchronize")
 
     def memcpy(self, destination: int, source: int, size: int, stream: int) -> None:
         cuda = self._cuda
@@ -379,6 +418,8 @@ class FakeDriver(Driver):
         self.modules: dict[int, dict[str, PtxEntry]] = {}
         self.unloaded_modules = 0
         self.allocated: list[tuple[int, int]] = []  # (pointer, size) of every allocation
+        self.device_allocations: set[int] = set()  # live ones from allocate_device
+        self.context_synchronizations = 0
         self._functions: dict[int, PtxEntry] = {}
         self._streams: set[int] = set()
         self._events: set[int] = set()
@@ -526,9 +567,22 @@ class FakeDriver(Driver):
         self.allocated.append((pointer, size))
         return pointer
 
+    def allocate_device(self, size: int) -> int:
+        pointer = self.allocate_managed(size)
+        self.device_allocations.add(pointer)
+        return pointer
+
     def free(self, pointer: int) -> None:
         if self._allocations.pop(pointer, None) is None:
             raise DriverError(f"FakeDriver: freeing {pointer:#x}, which is not an allocation")
+        self.device_allocations.discard(pointer)
+
+    def copy_to_host(self, host: int, device: int, size: int) -> None:
+        self._check_range(device, size)
+        ctypes.memmove(host, device, size)
+
+    def synchronize_context(self) -> None:
+        self.context_synchronizations += 1
 
     def memcpy(self, destination: int, source: int, size: int, stream: int) -> None:
         self._check_stream(stream)

@@ -53,6 +53,8 @@ BUFFERIZE_STAGE = BUFFERIZE
 def kernel_stage(threads_per_block: int = THREADS_PER_BLOCK) -> list[str]:
     """Pipeline elements from loops over buffers to gpu.launch_func and outlined kernels."""
     return [
+        # Copies between buffers become kernels, which any memory suits.
+        "shlo-copies-to-kernels",
         # Reductions and contractions keep their reduction dimensions as a
         # serial scf.for inside each thread (one thread per output element).
         # TODO: a parallel reduction strategy (a block per row, shuffles).
@@ -145,6 +147,9 @@ class CudaLowered:
     input_types: tuple[str, ...]
     result_types: tuple[str, ...]
     arch: str = "sm_80"
+    # The buffers (inputs, then results) host code reads or writes: device
+    # memory of a caller is staged through managed memory for these.
+    host_accessed: tuple[int, ...] = ()
 
 
 def _symbol_name(op: ir.Operation) -> str:
@@ -244,6 +249,44 @@ def check_kernels_read_device_memory(module: ir.Module, filename: str = "") -> N
                 )
 
 
+# Ops that pass a buffer on without the host reading or writing its memory.
+_NO_HOST_ACCESS = frozenset(("gpu.launch_func", "memref.dealloc", "memref.dim"))
+
+
+def host_accessed_buffers(module: ir.Module) -> tuple[int, ...]:
+    """The indices of @main's buffers (inputs, then results) that host code reads or writes.
+
+    Run after the kernels are outlined. Every other buffer is touched by
+    kernels only, so a call may pass it in device memory; these must be in
+    memory the host can reach. Conservative: a buffer handed to anything but
+    a kernel launch, a view or a deallocation counts as accessed.
+    """
+    main = next(
+        (op for op in _top_level_ops(module, "func.func") if _symbol_name(op) == "main"), None
+    )
+    if main is None:
+        return ()
+    arguments = main.regions[0].blocks[0].arguments
+    origin: dict[ir.Value, int] = {argument: index for index, argument in enumerate(arguments)}
+    accessed: set[int] = set()
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        op = op.operation
+        sources = {origin[v] for v in op.operands if v in origin}
+        if sources:
+            if op.name in _VIEW_OPS or op.name == "memref.extract_strided_metadata":
+                for result in op.results:
+                    origin[result] = next(iter(sources)) if len(sources) == 1 else -1
+                accessed.update(sources if len(sources) > 1 else ())
+            elif op.name not in _NO_HOST_ACCESS:
+                accessed.update(sources)
+        return ir.WalkResult.ADVANCE
+
+    main.walk(visit, ir.WalkOrder.PRE_ORDER)
+    accessed.discard(-1)
+    return tuple(sorted(accessed))
+
+
 # gpu::CompilationTarget::Assembly: the object is PTX text, JIT-compiled by the driver.
 _PTX_FORMAT = 2
 
@@ -322,6 +365,7 @@ def lower_to_cuda(
     for stage in (BUFFERIZE_STAGE, kernel_stage()):
         run_pipeline(module, list(stage), filename, verify_each=False)
     check_kernels_read_device_memory(module, filename)
+    host_accessed = host_accessed_buffers(module)
     kernel_module = merge_kernel_modules(module)
     ptx, cubin, kernels = "", None, ()
     if kernel_module is not None:
@@ -343,4 +387,5 @@ def lower_to_cuda(
         input_types,
         result_types,
         arch,
+        host_accessed,
     )

@@ -43,20 +43,34 @@ def _nvidia_package_dirs() -> list[Path]:
     return [Path(location) for location in spec.submodule_search_locations]
 
 
+def _toolkit_dirs() -> list[Path]:
+    """A CUDA toolkit installed outside Python: $CUDA_HOME, $CUDA_PATH, /usr/local/cuda."""
+    names = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    return [Path(name) for name in names if name and Path(name).is_dir()]
+
+
 def find_ptxas() -> str | None:
-    """ptxas from the installed CUDA wheel (nvidia-cuda-nvcc), else from PATH; None if absent."""
+    """ptxas from the installed CUDA wheel (nvidia-cuda-nvcc), else from PATH or a CUDA
+    toolkit; None if absent."""
     for package in _nvidia_package_dirs():
         # cu13 wheels: nvidia/cu13/bin; cu12 wheels: nvidia/cuda_nvcc/bin.
         for candidate in sorted(package.glob("*/bin/ptxas")):
             if os.access(candidate, os.X_OK):
                 return str(candidate)
-    return shutil.which("ptxas")
+    found = shutil.which("ptxas")
+    candidates = [toolkit / "bin" / "ptxas" for toolkit in _toolkit_dirs()]
+    return found or next((str(c) for c in candidates if os.access(c, os.X_OK)), None)
 
 
 def libdevice_path() -> str | None:
-    """CUDA's libdevice.10.bc from the installed CUDA wheels (nvidia-nvvm), None if absent."""
+    """CUDA's libdevice.10.bc from the installed CUDA wheels (nvidia-nvvm), else from a CUDA
+    toolkit; None if absent."""
     for package in _nvidia_package_dirs():
         for candidate in sorted(package.glob("*/nvvm/libdevice/libdevice.10.bc")):
+            return str(candidate)
+    for toolkit in _toolkit_dirs():
+        candidate = toolkit / "nvvm" / "libdevice" / "libdevice.10.bc"
+        if candidate.is_file():
             return str(candidate)
     return None
 

@@ -37,14 +37,20 @@ can read what kernels wrote; each launch is synchronous.
 An exception must not unwind into generated code: each callback records it
 and returns null, kernels are no longer launched once one is recorded, and
 the caller raises the first one when the generated code returns. A failed
-allocation cannot be stopped that way: host code that then writes through
-the null pointer crashes the process.
+allocation returns zeroed host memory instead of null, so that host code
+writing to it cannot crash the process (``MgpuRuntime._placeholder``).
+
+A call with GPU arrays (DLPack) reads them where they are and writes its
+results into new device memory, returned as ``DeviceArray``s. Only the
+buffers host code reads or writes (``CudaLowered.host_accessed``: a while
+loop's condition, 0-d arithmetic) go through managed memory.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import mmap
 import sys
 import threading
 import weakref
@@ -55,6 +61,7 @@ import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context
 from shlo.backends.cpu.runtime import ArrayType
+from shlo.backends.cuda.dlpack import DeviceArray, ImportedTensor, is_device_array
 from shlo.backends.cuda.driver import Driver, DriverError
 from shlo.diagnostics import ShloError
 
@@ -67,6 +74,8 @@ _MAX_IMAGE_BYTES = 1 << 31
 # CUDA's limits on launch dimensions.
 _MAX_GRID = (2**31 - 1, 65535, 65535)
 _MAX_BLOCK_THREADS = 1024
+# Reserve address space without committing memory (Linux).
+_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0)
 
 
 class MgpuRuntime:
@@ -76,11 +85,21 @@ class MgpuRuntime:
     engine calls ``mgpuModuleUnload`` when it is destroyed.
     """
 
-    def __init__(self, driver: Driver) -> None:
+    def __init__(self, driver: Driver, cubins: dict[bytes, bytes] | None = None) -> None:
         self.driver = driver
+        # PTX -> its cubin for this device: loaded instead of JIT-compiling the PTX.
+        self.cubins = cubins or {}
         self.errors: list[BaseException] = []
         # Pointers handed out by the aligned allocator -> the allocation to free.
         self._over_aligned: dict[int, int] = {}
+        # The code makes, syncs and destroys a stream per launch: one stream serves them all.
+        self._stream: int | None = None
+        # Freed buffers by size, handed out again: the same buffers every call, not an
+        # allocation per buffer per call.
+        self._sizes: dict[int, int] = {}
+        self._free_buffers: dict[int, list[int]] = {}
+        # Host stand-ins for buffers after a failure (see _placeholder): address -> region.
+        self._placeholders: dict[int, tuple[mmap.mmap, Any]] = {}
         signatures: dict[str, tuple[Any, list[Any], Callable[..., Any]]] = {
             "mgpuModuleLoad": (_VOID_P, [_VOID_P, _I64], self.module_load),
             "mgpuModuleLoadJIT": (_VOID_P, [_VOID_P, ctypes.c_int32, _I64], self.module_load_jit),
@@ -91,9 +110,9 @@ class MgpuRuntime:
                 [_VOID_P, *[ctypes.c_ssize_t] * 6, ctypes.c_int32, _VOID_P, _VOID_P, _VOID_P, _I64],
                 self.launch_kernel,
             ),
-            "mgpuStreamCreate": (_VOID_P, [], driver.create_stream),
+            "mgpuStreamCreate": (_VOID_P, [], self.stream_create),
             "mgpuStreamSynchronize": (None, [_VOID_P], self._nullable(driver.synchronize_stream)),
-            "mgpuStreamDestroy": (None, [_VOID_P], self._nullable(driver.destroy_stream)),
+            "mgpuStreamDestroy": (None, [_VOID_P], self.stream_destroy),
             "mgpuStreamWaitEvent": (None, [_VOID_P, _VOID_P], self.stream_wait_event),
             "mgpuEventCreate": (_VOID_P, [], driver.create_event),
             "mgpuEventRecord": (None, [_VOID_P, _VOID_P], self.event_record),
@@ -158,7 +177,11 @@ class MgpuRuntime:
     def module_load_jit(self, data: int | None, optimization_level: int, size: int) -> int:
         if not 0 <= optimization_level <= 4:
             raise DriverError(f"PTX JIT optimization level {optimization_level} is not in 0-4")
-        return self.driver.load_module(self._image(data, size), optimization_level)
+        ptx = self._image(data, size)
+        cubin = self.cubins.get(ptx.rstrip(b"\0"))
+        if cubin is not None:
+            return self.driver.load_module(cubin)
+        return self.driver.load_module(ptx, optimization_level)
 
     def module_unload(self, module: int | None) -> None:
         if module:  # null when loading failed, which is already recorded
@@ -202,6 +225,26 @@ class MgpuRuntime:
         # the kernel is reported at its launch.
         self.driver.synchronize_stream(stream or 0)
 
+    def stream_create(self) -> int:
+        if self._stream is None:
+            self._stream = self.driver.create_stream()
+        return self._stream
+
+    def stream_destroy(self, stream: int | None) -> None:
+        if stream and stream != self._stream:
+            self.driver.destroy_stream(stream)
+
+    def close(self) -> None:
+        """Destroy the stream and free the pooled buffers."""
+        stream, self._stream = self._stream, None
+        if stream:
+            self.driver.destroy_stream(stream)
+        pooled, self._free_buffers = self._free_buffers, {}
+        for pointers in pooled.values():
+            for pointer in pointers:
+                self._sizes.pop(pointer, None)
+                self.driver.free(pointer)
+
     def stream_wait_event(self, stream: int | None, event: int | None) -> None:
         self.driver.wait_event(stream or 0, event or 0)
 
@@ -244,21 +287,60 @@ class MgpuRuntime:
 
     def alloc(self, size: int) -> int | None:
         # Zero bytes: null, which code never dereferences for an empty buffer.
-        return self.driver.allocate_managed(size) if size else None
+        if not size:
+            return None
+        if self.errors:
+            return self._placeholder(size)
+        free = self._free_buffers.get(size)
+        if free:
+            return free.pop()
+        try:
+            pointer = self.driver.allocate_managed(size)
+        except (DriverError, MemoryError) as error:
+            self.errors.append(error)
+            return self._placeholder(size)
+        self._sizes[pointer] = size
+        return pointer
+
+    def _placeholder(self, size: int) -> int:
+        """Zeroed host memory reserved, not committed, in place of a buffer, once a call failed.
+
+        Host code would write through the null pointer of a failed allocation
+        and kill the process; kernels are no longer launched, so only host code
+        touches these pages, and only those it touches cost memory. Being zero,
+        never stale, the conditions of loops whose kernels are skipped end them.
+        """
+        region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _NORESERVE)
+        view = ctypes.c_char.from_buffer(region)
+        address = ctypes.addressof(view)
+        self._placeholders[address] = (region, view)
+        return address
 
     def aligned_alloc(self, alignment: int, size: int) -> int | None:
         if alignment <= 0 or alignment & (alignment - 1):
             raise DriverError(f"allocation alignment {alignment} is not a power of 2")
         if alignment <= self.driver.ALLOCATION_ALIGNMENT:
             return self.alloc(size)
-        base = self.driver.allocate_managed(size + alignment)
+        base = self.alloc(size + alignment)
         aligned = -(-base // alignment) * alignment
         self._over_aligned[aligned] = base
         return aligned
 
     def free(self, pointer: int | None) -> None:
-        if pointer:
-            self.driver.free(self._over_aligned.pop(pointer, pointer))
+        if not pointer:
+            return
+        placeholder = self._placeholders.pop(pointer, None)
+        if placeholder is not None:
+            region, view = placeholder
+            del view  # the region cannot close while a ctypes view exports it
+            region.close()
+            return
+        pointer = self._over_aligned.pop(pointer, pointer)
+        size = self._sizes.get(pointer)
+        if size is None:
+            self.driver.free(pointer)
+        else:
+            self._free_buffers.setdefault(size, []).append(pointer)
 
 
 _live_functions: weakref.WeakSet[CudaFunction] = weakref.WeakSet()
@@ -276,7 +358,9 @@ class CudaFunction:
 
     ``host_llvm_bytecode`` is the LLVM-dialect host module (MLIR bytecode or
     text) whose ``@main`` takes one pointer to the data pointers of its
-    buffers, inputs then results (``shlo-pack-entry-arguments``). Each call
+    buffers, inputs then results (``shlo-pack-entry-arguments``). ``cubins``
+    maps the PTX of its ``gpu.binary`` to a cubin made for this device, which
+    is loaded instead of having the driver JIT-compile the PTX. Each call
     copies the inputs into managed buffers, runs @main, and copies the
     results out of managed buffers into new arrays; the buffers are kept for
     the next call. Calls are serialized.
@@ -289,9 +373,12 @@ class CudaFunction:
         result_types: Sequence[str],
         driver: Driver,
         opt_level: int = 2,
+        cubins: dict[bytes, bytes] | None = None,
+        host_accessed: Sequence[int] = (),
     ) -> None:
         self.driver = driver
-        self._runtime = MgpuRuntime(driver)
+        self._host_accessed = frozenset(host_accessed)
+        self._runtime = MgpuRuntime(driver, cubins)
         self._lock = threading.Lock()
         self._engine: ExecutionEngine | None = None
         self._buffers: list[int] = []  # data pointers: inputs, then results (0: empty)
@@ -344,18 +431,93 @@ class CudaFunction:
             self._pointers[index] = pointer or None
         self._buffers = buffers
 
-    def _check_inputs(self, arrays: Sequence[np.ndarray]) -> None:
+    def _check_inputs(self, arrays: Sequence[Any]) -> None:
         if len(arrays) != len(self.inputs):
             raise ShloError(f"expected {len(self.inputs)} inputs, got {len(arrays)}")
         for index, (array, expected) in enumerate(zip(arrays, self.inputs)):
-            if not isinstance(array, np.ndarray):
-                raise ShloError(f"input {index} is a {type(array).__name__}, not a numpy array")
+            if not isinstance(array, np.ndarray | ImportedTensor):
+                raise ShloError(
+                    f"input {index} is a {type(array).__name__}, not a numpy or GPU array"
+                )
             if array.shape != expected.shape or array.dtype != expected.dtype:
                 got = f"{array.shape} {array.dtype}"
                 raise ShloError(f"input {index} is {got}, expected {expected} ({expected.dtype})")
 
-    def __call__(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Run on arrays of the input types; returns new result arrays."""
+    def __call__(self, arrays: Sequence[Any]) -> list[Any]:
+        """Run on arrays of the input types; returns new result arrays.
+
+        With any GPU array among the inputs (DLPack, or an ``ImportedTensor``)
+        the results are ``DeviceArray``s left on the device; else numpy arrays.
+        """
+        if all(isinstance(a, np.ndarray) for a in arrays):
+            return self._call_with_host_arrays(arrays)
+        imported = [
+            a if isinstance(a, np.ndarray | ImportedTensor) or not is_device_array(a) else None
+            for a in arrays
+        ]
+        owned = []
+        try:
+            for index, array in enumerate(arrays):
+                if imported[index] is None:
+                    imported[index] = ImportedTensor(array)
+                    owned.append(imported[index])
+            return self._call_on_device(imported)
+        finally:
+            for tensor in owned:
+                tensor.release()
+
+    def _call_on_device(self, arrays: Sequence[Any]) -> list[DeviceArray]:
+        self._check_inputs(arrays)
+        count = len(self.inputs)
+        with self._lock:
+            if self._engine is None:
+                raise ShloError("the CUDA function is closed")
+            if not self._buffers:
+                self._allocate_buffers()
+            # The producers (jax, torch, ...) may still be writing the inputs.
+            self.driver.synchronize_context()
+            pointers: list[int] = []
+            for index, array in enumerate(arrays):
+                if isinstance(array, np.ndarray):
+                    self._views[index][...] = array
+                    pointers.append(self._buffers[index])
+                elif index in self._host_accessed:
+                    self._stage(self._buffers[index], array.pointer, array.nbytes)
+                    pointers.append(self._buffers[index])
+                else:
+                    if array.device_id != self.driver.device_ordinal:
+                        raise ShloError(
+                            f"input {index} is on CUDA device {array.device_id}; "
+                            f"the function runs on device {self.driver.device_ordinal}"
+                        )
+                    pointers.append(array.pointer)
+            results = []
+            for offset, result_type in enumerate(self.results):
+                size = self._views[count + offset].nbytes
+                memory = self.driver.allocate_device(size) if size else 0
+                shape, dtype = result_type.shape, result_type.dtype
+                results.append(DeviceArray(self.driver, memory, shape, dtype))
+                staged = count + offset in self._host_accessed
+                pointers.append(self._buffers[count + offset] if staged else memory)
+            for index, pointer in enumerate(pointers):
+                self._pointers[index] = pointer or None
+            try:
+                self._main(ctypes.addressof(self._packed))
+            finally:
+                for index, pointer in enumerate(self._buffers):
+                    self._pointers[index] = pointer or None
+            self._runtime.raise_pending()
+            for offset, result in enumerate(results):
+                if count + offset in self._host_accessed:
+                    self._stage(result.pointer, self._buffers[count + offset], result.nbytes)
+            return results
+
+    def _stage(self, destination: int, source: int, size: int) -> None:
+        if size:
+            self.driver.memcpy(destination, source, size, 0)
+            self.driver.synchronize_stream(0)
+
+    def _call_with_host_arrays(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         self._check_inputs(arrays)
         with self._lock:
             if self._engine is None:
@@ -380,6 +542,7 @@ class CudaFunction:
             for pointer in buffers:
                 if pointer:
                     self.driver.free(pointer)
+            self._runtime.close()
             self._runtime.raise_pending()
 
     def __del__(self) -> None:
