@@ -706,24 +706,40 @@ def run_file(
     return results
 
 
-def _child(
-    path: Path, root: Path, inputs: str, target: str, connection: Connection, stderr_path: str
-) -> None:
+def _worker(root: Path, inputs: str, target: str, connection: Connection, stderr_path: str):
+    """Run the files the parent sends, one at a time, until it sends None."""
     # C++ errors and aborts print to fd 2; keep them for the crash report.
     stderr = os.open(stderr_path, os.O_WRONLY)
     os.dup2(stderr, 2)
-    try:
-        results = run_file(path, root, inputs, target)
-    except BaseException:
-        traceback.print_exc()
-        raise
-    connection.send([asdict(r) for r in results])
+    while (path := connection.recv()) is not None:
+        try:
+            results = run_file(path, root, inputs, target)
+        except BaseException:
+            traceback.print_exc()
+            raise
+        connection.send([asdict(r) for r in results])
     connection.close()
 
 
 def _last_lines(path: str, count: int = 3) -> str:
     lines = Path(path).read_text(errors="replace").strip().splitlines()
     return " | ".join(lines[-count:])
+
+
+# Files a child process runs before a fresh one takes over. One on the CPU, so a
+# crash costs one file; more for the GPU, where each process first spends
+# seconds creating its CUDA context.
+FILES_PER_PROCESS = {"cpu": 1, "cuda-ptx": 1, "cuda": 32}
+
+
+@dataclass
+class _Child:
+    process: Any
+    connection: Connection
+    stderr_path: str
+    path: Path | None = None  # the file it runs now
+    started: float = 0.0
+    files: int = 0
 
 
 def run_isolated(
@@ -733,51 +749,82 @@ def run_isolated(
     timeout: float,
     inputs: str = "arguments",
     target: str = "cpu",
+    files_per_process: int | None = None,
 ) -> Iterator[list[CaseResult]]:
-    """Run each file in a forked child, ``jobs`` at a time; yields each file's results."""
+    """Run the files in forked children, ``jobs`` at a time; yields each file's results.
+
+    A child runs up to ``files_per_process`` files (default: FILES_PER_PROCESS
+    of the target); one that crashes or passes ``timeout`` seconds on a file
+    is replaced, and that file reported as a crash or a timeout.
+    """
     context = multiprocessing.get_context("fork")
+    limit = files_per_process or FILES_PER_PROCESS.get(target, 1)
     pending = list(reversed(paths))
-    running: dict[Connection, tuple[Path, Any, float, str]] = {}
-    while pending or running:
-        while pending and len(running) < jobs:
-            path = pending.pop()
-            receiver, sender = context.Pipe(duplex=False)
-            handle, stderr_path = tempfile.mkstemp(prefix="shlo-conformance-")
-            os.close(handle)
-            process = context.Process(
-                target=_child, args=(path, root, inputs, target, sender, stderr_path)
-            )
-            process.start()
-            sender.close()
-            running[receiver] = (path, process, time.monotonic(), stderr_path)
-        ready = multiprocessing.connection.wait(list(running), timeout=1.0)
+    children: list[_Child] = []
+
+    def start_child() -> _Child:
+        parent_end, child_end = context.Pipe(duplex=True)
+        handle, stderr_path = tempfile.mkstemp(prefix="shlo-conformance-")
+        os.close(handle)
+        process = context.Process(
+            target=_worker, args=(root, inputs, target, child_end, stderr_path)
+        )
+        process.start()
+        child_end.close()
+        return _Child(process, parent_end, stderr_path)
+
+    def retire(child: _Child, kill: bool = False) -> None:
+        if kill:
+            child.process.kill()
+        else:
+            try:
+                child.connection.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+        child.process.join()
+        child.connection.close()
+        os.unlink(child.stderr_path)
+        children.remove(child)
+
+    while pending or any(c.path is not None for c in children):
+        idle = [c for c in children if c.path is None]
+        while pending and (idle or len(children) < jobs):
+            child = idle.pop() if idle else start_child()
+            if child not in children:
+                children.append(child)
+            child.path, child.started = pending.pop(), time.monotonic()
+            child.connection.send(child.path)
+        busy = [c for c in children if c.path is not None]
+        ready = multiprocessing.connection.wait([c.connection for c in busy], timeout=1.0)
         now = time.monotonic()
-        for receiver in list(running):
-            path, process, started, stderr_path = running[receiver]
-            relative = _relative_name(path, root)
+        for child in busy:
+            relative = _relative_name(child.path, root)
             results: list[CaseResult] | None = None
-            if receiver in ready:
+            if child.connection in ready:
                 try:
-                    results = [CaseResult(**r) for r in receiver.recv()]
+                    results = [CaseResult(**r) for r in child.connection.recv()]
                 except EOFError:
-                    process.join()
-                    code = process.exitcode
+                    child.process.join()
+                    code = child.process.exitcode
                     why = (
                         signal.Signals(-code).name
                         if code is not None and code < 0
                         else f"exit {code}"
                     )
-                    results = [CaseResult(relative, "crash", f"{why}: {_last_lines(stderr_path)}")]
-            elif now - started > timeout:
-                process.kill()
+                    last = _last_lines(child.stderr_path)
+                    results = [CaseResult(relative, "crash", f"{why}: {last}")]
+                    retire(child, kill=True)
+            elif now - child.started > timeout:
                 results = [CaseResult(relative, "timeout", f"no result after {timeout:.0f} s")]
+                retire(child, kill=True)
             if results is None:
                 continue
-            process.join()
-            receiver.close()
-            os.unlink(stderr_path)
-            del running[receiver]
+            child.path, child.files = None, child.files + 1
+            if child in children and (child.files >= limit or not pending):
+                retire(child)
             yield results
+    for child in list(children):
+        retire(child)
 
 
 # --- collecting files and reporting ------------------------------------------------------
@@ -851,6 +898,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, help="run a fixed sample of this many files")
     parser.add_argument("--timeout", type=float, default=FILE_TIMEOUT_S, help="seconds per file")
     parser.add_argument(
+        "--files-per-process",
+        type=int,
+        help="files a child process runs before a fresh one takes over "
+        f"(default: {', '.join(f'{k} {v}' for k, v in FILES_PER_PROCESS.items())})",
+    )
+    parser.add_argument(
         "--expected-failures", type=Path, help="cases allowed to fail, with reasons"
     )
     parser.add_argument(
@@ -885,7 +938,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     tty = sys.stderr.isatty()
     for done, file_results in enumerate(
-        run_isolated(files, root, args.jobs, args.timeout, args.inputs, args.target), 1
+        run_isolated(
+            files,
+            root,
+            args.jobs,
+            args.timeout,
+            args.inputs,
+            args.target,
+            args.files_per_process,
+        ),
+        1,
     ):
         for result in file_results:
             if result.status not in ("pass", "unsupported") and result.case in expected:

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -254,3 +255,37 @@ def test_a_checked_constant_is_computed_not_decoded() -> None:
     assert isinstance(checks[0].operands[1], np.ndarray)
     wrong = conformance.checks_as_custom_calls(source.replace("0.5)]> :", "0.25)]> :", 1))
     assert conformance.run_function(wrong, "constant_test", "<test>")[0] == "fail"
+
+
+def test_the_runner_replaces_a_child_that_crashes_or_hangs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Children are forked, so they run this stand-in for run_file.
+    def fake_run_file(path: Path, root: Path, inputs: str, target: str) -> list:
+        if path.name == "abort.mlir":
+            os.abort()
+        if path.name == "hang.mlir":
+            time.sleep(60)
+        return [conformance.CaseResult(path.name, "pass", "", 0.0)]
+
+    monkeypatch.setattr(conformance, "run_file", fake_run_file)
+    names = ["a", "abort", "b", "hang", "c", "d", "e"]
+    paths = [tmp_path / f"{name}.mlir" for name in names]
+    results = [
+        r
+        for batch in conformance.run_isolated(
+            paths, tmp_path, jobs=2, timeout=2.0, files_per_process=3
+        )
+        for r in batch
+    ]
+    statuses = {r.case: r.status for r in results}
+    assert statuses == {
+        "a.mlir": "pass",
+        "abort.mlir": "crash",
+        "b.mlir": "pass",
+        "hang.mlir": "timeout",
+        "c.mlir": "pass",
+        "d.mlir": "pass",
+        "e.mlir": "pass",
+    }
+    assert "SIGABRT" in next(r.message for r in results if r.status == "crash")
