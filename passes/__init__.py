@@ -34,6 +34,7 @@ _PASS_CLASSES = {
     "shlo-guard-integer-division": "frontend.guard_integer_division:GuardIntegerDivisionPass",
     "shlo-innermost-parallel-dim-first": "cuda.innermost_parallel_dim_first:InnermostParallelDimFirstPass",
     "shlo-copies-to-kernels": "cuda.copies_to_kernels:CopiesToKernelsPass",
+    "shlo-parallel-reductions": "cuda.parallel_reductions:ParallelReductionsPass",
     "shlo-insert-codegen-recipes": "cpu.insert_codegen_recipes:InsertCodegenRecipesPass",
     "shlo-legalize-broadcasts": "frontend.legalize_broadcasts:LegalizeBroadcastsPass",
     "shlo-legalize-quantized-regions": "frontend.legalize_quantized_regions:LegalizeQuantizedRegionsPass",

@@ -22,7 +22,7 @@ from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
 
 # The CUDA backend builds gpu.binary ops and translates gpu.module bodies to LLVM IR.
-from torch_mlir.dialects import arith, gpu, linalg, quant, scf, tensor
+from torch_mlir.dialects import affine, arith, gpu, linalg, memref, quant, scf, tensor
 from torch_mlir.dialects.llvm import translate_module_to_llvmir
 from torch_mlir.execution_engine import ExecutionEngine
 
@@ -35,6 +35,7 @@ for _dialect in ("stablehlo", "chlo", "vhlo"):
 
 __all__ = [
     "ExecutionEngine",
+    "affine",
     "arith",
     "current_version",
     "deserialize_portable_artifact",
@@ -42,6 +43,7 @@ __all__ = [
     "gpu",
     "ir",
     "linalg",
+    "memref",
     "minimum_version",
     "new_context",
     "new_torch_context",

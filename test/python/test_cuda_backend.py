@@ -221,3 +221,118 @@ def test_gpu_runs_a_while_loop_and_a_matmul() -> None:
     b = rng.standard_normal((48, 80)).astype(np.float32)
     got = shlo.compile(MATMUL, target="cuda")(a, b)
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def _reduce_program(shape: tuple[int, ...], dims: list[int], dtype: str, op: str) -> str:
+    out_shape = [s for i, s in enumerate(shape) if i not in dims]
+    t_in = f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
+    t_out = f"tensor<{'x'.join(map(str, out_shape))}x{dtype}>" if out_shape else f"tensor<{dtype}>"
+    init = {"add": "0", "multiply": "1", "maximum": "-100", "minimum": "100", "and": "-1"}[op]
+    if dtype.startswith("f"):
+        init = f"{float(init)}"
+    return f"""
+func.func @main(%x: {t_in}) -> {t_out} {{
+  %init = stablehlo.constant dense<{init}> : tensor<{dtype}>
+  %r = stablehlo.reduce(%x init: %init) applies stablehlo.{op} across dimensions = {dims}
+      : ({t_in}, tensor<{dtype}>) -> {t_out}
+  return %r : {t_out}
+}}
+"""
+
+
+REDUCTIONS = [
+    # rows, several reduction dims, few columns, a length that is no power of 2
+    ((7, 4096), [1]),
+    ((3, 5, 300), [1, 2]),
+    ((4096, 8), [0]),
+    ((33, 100), [1]),
+    ((20000,), [0]),
+]
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape,dims", REDUCTIONS)
+@pytest.mark.parametrize(
+    "dtype,op",
+    [
+        ("f32", "add"),
+        ("f32", "maximum"),
+        ("f32", "multiply"),
+        ("f64", "add"),
+        ("f64", "minimum"),
+        ("i32", "add"),
+        ("i64", "maximum"),
+        ("i32", "and"),
+    ],
+)
+def test_gpu_reductions_match_numpy(shape, dims, dtype: str, op: str) -> None:
+    rng = np.random.default_rng(len(shape) * 7 + dims[0])
+    numpy_type = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64}[dtype]
+    if op == "multiply":  # products of values near 1 stay finite
+        x = (1 + rng.uniform(-1e-3, 1e-3, shape)).astype(numpy_type)
+    elif dtype.startswith("f"):
+        x = rng.standard_normal(shape).astype(numpy_type)
+    elif op == "and":
+        x = (~(1 << rng.integers(0, 31, shape))).astype(numpy_type)  # one bit cleared each
+    else:
+        x = rng.integers(-1000, 1000, shape).astype(numpy_type)
+    got = shlo.compile(_reduce_program(shape, dims, dtype, op), target="cuda")(x)
+    axis = tuple(dims)
+    want = {
+        "add": lambda: x.sum(axis=axis, dtype=numpy_type),
+        "multiply": lambda: x.prod(axis=axis, dtype=numpy_type),
+        "maximum": lambda: np.maximum(x.max(axis=axis), numpy_type(-100)),
+        "minimum": lambda: np.minimum(x.min(axis=axis), numpy_type(100)),
+        "and": lambda: np.bitwise_and.reduce(x, axis=axis),
+    }[op]()
+    if dtype.startswith("f"):
+        tolerance = 1e-4 if dtype == "f32" else 1e-10
+        scale = np.abs(x).sum(axis=axis) if op == "add" else np.abs(want)
+        np.testing.assert_array_less(np.abs(got - want), tolerance * (scale + 1))
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+LAYERNORM = """
+func.func @main(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %n = stablehlo.constant dense<1024.0> : tensor<64xf32>
+  %eps = stablehlo.constant dense<1.0e-5> : tensor<64xf32>
+  %s = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [1]
+      : (tensor<64x1024xf32>, tensor<f32>) -> tensor<64xf32>
+  %mean = stablehlo.divide %s, %n : tensor<64xf32>
+  %mb = stablehlo.broadcast_in_dim %mean, dims = [0] : (tensor<64xf32>) -> tensor<64x1024xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<64x1024xf32>
+  %sq = stablehlo.multiply %d, %d : tensor<64x1024xf32>
+  %v = stablehlo.reduce(%sq init: %z) applies stablehlo.add across dimensions = [1]
+      : (tensor<64x1024xf32>, tensor<f32>) -> tensor<64xf32>
+  %var = stablehlo.divide %v, %n : tensor<64xf32>
+  %ve = stablehlo.add %var, %eps : tensor<64xf32>
+  %r = stablehlo.rsqrt %ve : tensor<64xf32>
+  %rb = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<64xf32>) -> tensor<64x1024xf32>
+  %y = stablehlo.multiply %d, %rb : tensor<64x1024xf32>
+  return %y : tensor<64x1024xf32>
+}
+"""
+
+
+@needs_gpu
+def test_gpu_layernorm_with_arrays_that_stay_on_the_gpu() -> None:
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((64, 1024)) * 3 + 1).astype(np.float32)
+    mean = x.mean(axis=1, keepdims=True)
+    want = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    executable = shlo.compile(LAYERNORM, target="cuda")
+    np.testing.assert_allclose(executable(x), want, rtol=1e-4, atol=1e-4)
+    # A GPU array in, a GPU array out, readable by the library that made the input.
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    result = executable(torch.from_numpy(x).cuda())
+    from shlo.backends.cuda.dlpack import DeviceArray
+
+    assert isinstance(result, DeviceArray)
+    back = torch.from_dlpack(result)
+    assert back.is_cuda and tuple(back.shape) == (64, 1024)
+    np.testing.assert_allclose(back.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(result), want, rtol=1e-4, atol=1e-4)

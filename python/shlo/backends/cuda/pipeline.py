@@ -53,11 +53,12 @@ BUFFERIZE_STAGE = BUFFERIZE
 def kernel_stage(threads_per_block: int = THREADS_PER_BLOCK) -> list[str]:
     """Pipeline elements from loops over buffers to gpu.launch_func and outlined kernels."""
     return [
+        # Reductions over rows: a block of threads per output element.
+        "shlo-parallel-reductions",
         # Copies between buffers become kernels, which any memory suits.
         "shlo-copies-to-kernels",
-        # Reductions and contractions keep their reduction dimensions as a
+        # Other reductions and contractions keep their reduction dimensions as a
         # serial scf.for inside each thread (one thread per output element).
-        # TODO: a parallel reduction strategy (a block per row, shuffles).
         "func.func(convert-linalg-to-parallel-loops)",
         "canonicalize",
         # Consecutive threads on consecutive addresses, and full blocks.
