@@ -19,6 +19,7 @@ process of its own, because some passes abort on input they do not expect.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import itertools
 import json
 import multiprocessing
@@ -711,7 +712,11 @@ def _worker(root: Path, inputs: str, target: str, connection: Connection, stderr
     # C++ errors and aborts print to fd 2; keep them for the crash report.
     stderr = os.open(stderr_path, os.O_WRONLY)
     os.dup2(stderr, 2)
+    # A crash prints the Python stack it happened in.
+    faulthandler.enable()
     while (path := connection.recv()) is not None:
+        # What a crash printed is what follows the last marker.
+        os.write(2, f"{_FILE_MARKER}{path}\n".encode())
         try:
             results = run_file(path, root, inputs, target)
         except BaseException:
@@ -721,9 +726,15 @@ def _worker(root: Path, inputs: str, target: str, connection: Connection, stderr
     connection.close()
 
 
-def _last_lines(path: str, count: int = 3) -> str:
-    lines = Path(path).read_text(errors="replace").strip().splitlines()
-    return " | ".join(lines[-count:])
+_FILE_MARKER = "=== shlo.conformance file: "
+
+
+def _last_lines(path: str, count: int = 6) -> str:
+    """The first lines a child printed for the file it ran last: an error's message, then
+    (faulthandler) the innermost frames of a crash."""
+    text = Path(path).read_text(errors="replace").rsplit(_FILE_MARKER, 1)[-1]
+    lines = [line.strip() for line in text.strip().splitlines()[1:] if line.strip()]
+    return " | ".join(lines[:count])
 
 
 # Files a child process runs before a fresh one takes over. One on the CPU, so a

@@ -329,6 +329,8 @@ def test_cuda_driver_arguments_pass_cuda_python_conversion():
 
     driver = CudaDriver.__new__(CudaDriver)  # no cuInit: there is no driver
     driver._cuda, driver._context = ContextAlwaysCurrent(), cuda.CUcontext(0x10)
+    driver._device = cuda.CUdevice(0)
+    driver._start_bookkeeping()
     calls = [
         lambda: driver.load_module(b"\x7fELF"),
         lambda: driver.load_module(b".version 8.0", jit_optimization_level=3),
@@ -349,6 +351,10 @@ def test_cuda_driver_arguments_pass_cuda_python_conversion():
         lambda: driver.memcpy(0x100, 0x200, 16, 0),
         lambda: driver.memset32(0x100, 0xFFFFFFFF, 4, 0),
         lambda: driver.memset16(0x100, 0xFFFF, 4, 0),
+        lambda: driver.allocate_device(256),
+        lambda: driver.copy_to_host(0x100, 0x200, 16),
+        driver.synchronize_context,
+        driver.architecture,
     ]
     for call in calls:
         with pytest.raises(DynamicLibNotFoundError):

@@ -63,7 +63,7 @@ class ArrayType:
         return tensor_type_text(self.shape, self.element_type)
 
 
-def _fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
+def fix_sub_byte(array: np.ndarray, element_type: str) -> np.ndarray:
     bits = _SUB_BYTE_BITS.get(element_type)
     if bits is None:
         return array
@@ -399,5 +399,5 @@ class LoadedFunction:
                 "(the buffers it had allocated are lost)"
             )
         if self._sub_byte:
-            return [_fix_sub_byte(out, t.element_type) for out, t in zip(outputs, self.results)]
+            return [fix_sub_byte(out, t.element_type) for out, t in zip(outputs, self.results)]
         return outputs

@@ -69,6 +69,7 @@ def _load(lowered: Any) -> Any:
         driver,
         cubins=cubins,
         host_accessed=lowered.host_accessed,
+        host_reads_memory=lowered.host_reads_memory,
     )
 
 
@@ -104,9 +105,11 @@ class CudaBackend(Backend):
         from shlo.pipeline import run_pipeline
         from shlo.to_linalg import to_linalg_stage
 
-        module, _, _ = prepare_static(source, entry, arg_types, filename, max_bytes)
+        module, inputs, results = prepare_static(source, entry, arg_types, filename, max_bytes)
         run_pipeline(module, to_linalg_stage("cuda"), filename)
-        return lower_to_cuda(module, options.arch, filename)
+        # The entry's types, unsigned ones included: linalg has signless integers only.
+        entry_types = ([str(t) for t in inputs], [str(t) for t in results])
+        return lower_to_cuda(module, options.arch, filename, entry_types)
 
     def load(self, lowered: Any) -> CompiledFunction:
         return DeviceFunction(lowered)

@@ -22,6 +22,7 @@ import ctypes
 import itertools
 import re
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +154,15 @@ class CudaDriver(Driver):
         (self._context,) = self._check(
             cuda.cuDevicePrimaryCtxRetain(self._device), "cuDevicePrimaryCtxRetain"
         )
+        self._start_bookkeeping()
+
+    def _start_bookkeeping(self) -> None:
+        self._thread = threading.local()
+        # Device memory by size, freed and kept for the next allocation of that size:
+        # cuMemAlloc costs tens of microseconds and cuMemFree waits for the device.
+        self._device_sizes: dict[int, int] = {}
+        self._free_device: dict[int, list[int]] = {}
+        self._pool_lock = threading.Lock()
 
     def architecture(self) -> str:
         attribute = self._cuda.CUdevice_attribute
@@ -168,6 +178,7 @@ class CudaDriver(Driver):
     def close(self) -> None:
         """Release the primary context (once every module and buffer is gone)."""
         if self._context is not None:
+            self.release_pool()
             self._check(self._cuda.cuDevicePrimaryCtxRelease(self._device), "release")
             self._context = None
 
@@ -182,8 +193,11 @@ class CudaDriver(Driver):
         """``cuda.<name>(*args)`` in this driver's context: its one value, if any."""
         if self._context is None:
             raise DriverError("the CUDA driver is closed")
-        # The generated code may call in from any thread, and the context is per thread.
-        self._check(self._cuda.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
+        # The generated code may call in from any thread, and the context is per
+        # thread; other libraries on the device use the same primary context.
+        if getattr(self._thread, "context", None) is not self._context:
+            self._check(self._cuda.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
+            self._thread.context = self._context
         values = self._check(getattr(self._cuda, name)(*args), name)
         return values[0] if values else None
 
@@ -262,10 +276,37 @@ class CudaDriver(Driver):
         return int(self._run("cuMemAllocManaged", size, flags))
 
     def allocate_device(self, size: int) -> int:
-        return int(self._run("cuMemAlloc", size))
+        with self._pool_lock:
+            free = self._free_device.get(size)
+            if free:
+                return free.pop()
+        try:
+            pointer = int(self._run("cuMemAlloc", size))
+        except DriverError:
+            self.release_pool()  # the memory kept for reuse, then try once more
+            pointer = int(self._run("cuMemAlloc", size))
+        with self._pool_lock:
+            self._device_sizes[pointer] = size
+        return pointer
 
     def free(self, pointer: int) -> None:
+        with self._pool_lock:
+            size = self._device_sizes.get(pointer)
+            if size is not None:
+                self._free_device.setdefault(size, []).append(pointer)
+                return
         self._run("cuMemFree", self._cuda.CUdeviceptr(pointer))
+
+    def release_pool(self) -> None:
+        """Give the device memory kept for reuse back to the driver."""
+        with self._pool_lock:
+            pooled, self._free_device = self._free_device, {}
+            for pointers in pooled.values():
+                for pointer in pointers:
+                    del self._device_sizes[pointer]
+        for pointers in pooled.values():
+            for pointer in pointers:
+                self._run("cuMemFree", self._cuda.CUdeviceptr(pointer))
 
     def copy_to_host(self, host: int, device: int, size: int) -> None:
         cuda = self._cuda

@@ -21,6 +21,7 @@ tensors. The stages:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shlo import progress
@@ -151,6 +152,8 @@ class CudaLowered:
     # The buffers (inputs, then results) host code reads or writes: device
     # memory of a caller is staged through managed memory for these.
     host_accessed: tuple[int, ...] = ()
+    # Whether host code touches any buffer: then every launch is waited for.
+    host_reads_memory: bool = True
 
 
 def _symbol_name(op: ir.Operation) -> str:
@@ -288,6 +291,48 @@ def host_accessed_buffers(module: ir.Module) -> tuple[int, ...]:
     return tuple(sorted(accessed))
 
 
+# Host ops that neither read nor write a buffer's memory: the launches, copies
+# and fills queued on the stream, allocation, views, and scalar arithmetic.
+_NO_MEMORY_ACCESS_PREFIXES = ("arith.", "index.", "math.")
+_NO_MEMORY_ACCESS = frozenset(
+    (
+        *_VIEW_OPS,
+        *_NO_HOST_ACCESS,
+        "func.func",
+        "func.return",
+        "gpu.memcpy",
+        "gpu.memset",
+        "gpu.alloc",
+        "gpu.dealloc",
+        "memref.alloc",
+        "memref.extract_strided_metadata",
+        "ub.poison",
+    )
+)
+
+
+def host_reads_memory(module: ir.Module) -> bool:
+    """Whether @main's host code reads or writes any buffer (a load, a store, a memcpy).
+
+    If not, its kernels may run asynchronously on one stream and the call
+    waits once at its end; if so, each launch is waited for, so the host
+    reads what the kernels wrote and writes nothing a kernel still uses.
+    """
+    found = False
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal found
+        name = op.operation.name
+        if name not in _NO_MEMORY_ACCESS and not name.startswith(_NO_MEMORY_ACCESS_PREFIXES):
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    for op in _top_level_ops(module, "func.func"):
+        op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
 # gpu::CompilationTarget::Assembly: the object is PTX text, JIT-compiled by the driver.
 _PTX_FORMAT = 2
 
@@ -352,14 +397,20 @@ def copy_constants_to_buffers(module: ir.Module) -> None:
 
 
 def lower_to_cuda(
-    module: ir.Module, arch: str = "sm_80", filename: str = "<module>"
+    module: ir.Module,
+    arch: str = "sm_80",
+    filename: str = "<module>",
+    entry_types: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> CudaLowered:
     """Lower a static linalg-on-tensors @main to kernels for ``arch`` and a host LLVM module.
 
     ``module`` is changed in place (it ends as the host module). Ops the CUDA
     backend cannot compile raise ShloError naming the op and its location.
+    ``entry_types`` are @main's (input, result) tensor types before the linalg
+    stage made integers signless; by default, the module's.
     """
-    input_types, result_types = _main_types(module)
+    input_types, result_types = entry_types or _main_types(module)
+    input_types, result_types = tuple(input_types), tuple(result_types)
     progress.stage("kernels")
     run_pipeline(module, list(TENSOR_STAGE), filename, verify_each=False)
     copy_constants_to_buffers(module)
@@ -367,6 +418,7 @@ def lower_to_cuda(
         run_pipeline(module, list(stage), filename, verify_each=False)
     check_kernels_read_device_memory(module, filename)
     host_accessed = host_accessed_buffers(module)
+    reads_memory = host_reads_memory(module)
     kernel_module = merge_kernel_modules(module)
     ptx, cubin, kernels = "", None, ()
     if kernel_module is not None:
@@ -389,4 +441,5 @@ def lower_to_cuda(
         result_types,
         arch,
         host_accessed,
+        reads_memory,
     )

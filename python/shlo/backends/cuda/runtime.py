@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context
-from shlo.backends.cpu.runtime import ArrayType
+from shlo.backends.cpu.runtime import ArrayType, fix_sub_byte
 from shlo.backends.cuda.dlpack import DeviceArray, ImportedTensor, is_device_array
 from shlo.backends.cuda.driver import Driver, DriverError
 from shlo.diagnostics import ShloError
@@ -85,8 +85,15 @@ class MgpuRuntime:
     engine calls ``mgpuModuleUnload`` when it is destroyed.
     """
 
-    def __init__(self, driver: Driver, cubins: dict[bytes, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        cubins: dict[bytes, bytes] | None = None,
+        synchronous: bool = True,
+    ) -> None:
         self.driver = driver
+        self.synchronous = synchronous
+        self._functions: dict[tuple[int, str], int] = {}
         # PTX -> its cubin for this device: loaded instead of JIT-compiling the PTX.
         self.cubins = cubins or {}
         self.errors: list[BaseException] = []
@@ -111,7 +118,7 @@ class MgpuRuntime:
                 self.launch_kernel,
             ),
             "mgpuStreamCreate": (_VOID_P, [], self.stream_create),
-            "mgpuStreamSynchronize": (None, [_VOID_P], self._nullable(driver.synchronize_stream)),
+            "mgpuStreamSynchronize": (None, [_VOID_P], self.stream_synchronize),
             "mgpuStreamDestroy": (None, [_VOID_P], self.stream_destroy),
             "mgpuStreamWaitEvent": (None, [_VOID_P, _VOID_P], self.stream_wait_event),
             "mgpuEventCreate": (_VOID_P, [], driver.create_event),
@@ -190,7 +197,12 @@ class MgpuRuntime:
     def module_get_function(self, module: int | None, name: int | None) -> int | None:
         if not module or not name:
             return None  # loading the module failed, which is already recorded
-        return self.driver.get_function(module, ctypes.string_at(name).decode("utf-8", "replace"))
+        # Asked again before every launch.
+        kernel = ctypes.string_at(name).decode("utf-8", "replace")
+        function = self._functions.get((module, kernel))
+        if function is None:
+            function = self._functions[module, kernel] = self.driver.get_function(module, kernel)
+        return function
 
     def launch_kernel(
         self,
@@ -221,9 +233,17 @@ class MgpuRuntime:
         self.driver.launch_kernel(
             function, grid, block, shared_bytes, stream or 0, params or 0, param_count
         )
-        # Launches are synchronous: host code reads the results next, and an error in
-        # the kernel is reported at its launch.
-        self.driver.synchronize_stream(stream or 0)
+
+    def stream_synchronize(self, stream: int | None) -> None:
+        # The code waits for each launch; when no host code reads memory, the
+        # launches queue on the one stream and the call waits once at its end.
+        if self.synchronous or (stream and stream != self._stream):
+            self.driver.synchronize_stream(stream or 0)
+
+    def finish(self) -> None:
+        """Wait for the work queued on the stream (the launches of an asynchronous call)."""
+        if self._stream is not None:
+            self.driver.synchronize_stream(self._stream)
 
     def stream_create(self) -> int:
         if self._stream is None:
@@ -375,10 +395,11 @@ class CudaFunction:
         opt_level: int = 2,
         cubins: dict[bytes, bytes] | None = None,
         host_accessed: Sequence[int] = (),
+        host_reads_memory: bool = True,
     ) -> None:
         self.driver = driver
         self._host_accessed = frozenset(host_accessed)
-        self._runtime = MgpuRuntime(driver, cubins)
+        self._runtime = MgpuRuntime(driver, cubins, synchronous=host_reads_memory)
         self._lock = threading.Lock()
         self._engine: ExecutionEngine | None = None
         self._buffers: list[int] = []  # data pointers: inputs, then results (0: empty)
@@ -503,6 +524,7 @@ class CudaFunction:
                 self._pointers[index] = pointer or None
             try:
                 self._main(ctypes.addressof(self._packed))
+                self._runtime.finish()
             finally:
                 for index, pointer in enumerate(self._buffers):
                     self._pointers[index] = pointer or None
@@ -527,9 +549,12 @@ class CudaFunction:
             for view, array in zip(self._views, arrays):
                 view[...] = array  # the one copy in: host memory -> managed memory
             self._main(ctypes.addressof(self._packed))
+            self._runtime.finish()
             self._runtime.raise_pending()
             # The one copy out, into arrays that outlive the buffers.
-            return [view.copy() for view in self._views[len(self.inputs) :]]
+            results = [view.copy() for view in self._views[len(self.inputs) :]]
+            # Sub-byte integers (i4, ui2, ...) leave garbage in their bytes' high bits.
+            return [fix_sub_byte(r, t.element_type) for r, t in zip(results, self.results)]
 
     def close(self) -> None:
         """Unload the kernels and free the buffers; the function cannot be called after."""
