@@ -37,7 +37,10 @@ TARGETS = {
         "compiled to PTX, and to cubins by ptxas for sm_80 and sm_90 (no GPU)",
         "expected_failures_cuda_ptx.txt",
     ),
-    "cuda": ("compiled for the GPU, run and compared", "expected_failures_cuda.txt"),
+    "cuda": (
+        "compiled for the GPU, run on an NVIDIA H100 and compared",
+        "expected_failures_cuda.txt",
+    ),
 }
 
 

@@ -108,7 +108,9 @@ def test_conformance_sample_compiles_to_ptx(tmp_path: Path) -> None:
 
 def test_recorded_results_match_the_expected_failures() -> None:
     """Every recorded failure is listed with a reason, and every listed case fails."""
-    for target, failures in (("cpu", EXPECTED_FAILURES), ("cuda-ptx", CUDA_PTX_FAILURES)):
+    cuda_failures = REPO / "test" / "conformance" / "expected_failures_cuda.txt"
+    targets = (("cpu", EXPECTED_FAILURES), ("cuda-ptx", CUDA_PTX_FAILURES), ("cuda", cuda_failures))
+    for target, failures in targets:
         recorded = json.loads((RECORDED / f"{target}.json").read_text())
         expected = conformance.load_expected_failures(failures)
         failing = {c for c, s in recorded.items() if s not in ("pass", "unsupported")}
