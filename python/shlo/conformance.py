@@ -598,6 +598,11 @@ def run_function(
             return compile_for_cuda(module, name, filename)
         if target == "cuda":
             loaded = _load_for_cuda(module, name, filename)
+        elif target == "cuda-emulated":
+            from shlo.backends.cuda.emulator import emulate
+
+            emulated = emulate(module_to_bytecode(module), name, check_bounds=True)
+            loaded = lambda arrays: emulated(*arrays)  # noqa: E731
         else:
             lowered = lower_to_llvm(module, name, None, filename=filename)
             loaded = LoadedFunction(
@@ -621,8 +626,9 @@ def run_function(
 
 # cpu: compile and run on the CPU; cuda-ptx: compile to PTX and have ptxas
 # accept it for every architecture of CUDA_PTX_ARCHS (no GPU needed); cuda:
-# compile and run on the GPU.
-TARGETS = ("cpu", "cuda-ptx", "cuda")
+# compile and run on the GPU; cuda-emulated: the CUDA backend's kernels run
+# on the CPU with every access bounds-checked (shlo.backends.cuda.emulator).
+TARGETS = ("cpu", "cuda-ptx", "cuda", "cuda-emulated")
 CUDA_PTX_ARCHS = ("sm_80", "sm_90")
 
 
@@ -712,6 +718,8 @@ def _worker(root: Path, inputs: str, target: str, connection: Connection, stderr
     # C++ errors and aborts print to fd 2; keep them for the crash report.
     stderr = os.open(stderr_path, os.O_WRONLY)
     os.dup2(stderr, 2)
+    # Generated code's own messages (a failed bounds check) go to stdout.
+    os.dup2(stderr, 1)
     # A crash prints the Python stack it happened in.
     faulthandler.enable()
     while (path := connection.recv()) is not None:
@@ -740,7 +748,7 @@ def _last_lines(path: str, count: int = 6) -> str:
 # Files a child process runs before a fresh one takes over. One on the CPU, so a
 # crash costs one file; more for the GPU, where each process first spends
 # seconds creating its CUDA context.
-FILES_PER_PROCESS = {"cpu": 1, "cuda-ptx": 1, "cuda": 32}
+FILES_PER_PROCESS = {"cpu": 1, "cuda-ptx": 1, "cuda": 32, "cuda-emulated": 32}
 
 
 @dataclass
@@ -929,7 +937,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=TARGETS,
         default="cpu",
         help="cpu: compile and run (default); cuda-ptx: compile to PTX and cubins for "
-        f"{', '.join(CUDA_PTX_ARCHS)}, no GPU needed; cuda: compile and run on the GPU",
+        f"{', '.join(CUDA_PTX_ARCHS)}, no GPU needed; cuda: compile and run on the GPU; "
+        "cuda-emulated: the CUDA kernels run on the CPU, every access bounds-checked",
     )
     parser.add_argument(
         "--report", type=Path, help="write summary.md, failures.jsonl and results.json here"
