@@ -157,3 +157,25 @@ def test_a_failed_allocation_raises_instead_of_crashing(
     executable = shlo.compile(WHILE_N, target="cuda")
     with pytest.raises(ShloError, match="CUDA_ERROR_OUT_OF_MEMORY"):
         executable(np.ones(64, np.float32), np.array(5, np.int32))
+
+
+def test_launches_queue_unless_host_code_reads_memory(fake_driver: FakeDriver) -> None:
+    # Softmax-like: the host code only launches, so the kernels queue on one stream
+    # and the call waits once, after the last.
+    executable = shlo.compile(SCALE, target="cuda")
+    executable(np.ones((4, 8), np.float32), np.ones((4, 8), np.float32))
+    kinds = [kind for kind, _ in fake_driver.events]
+    assert kinds.count("launch") >= 2 and kinds[-1] == "synchronize"
+    assert kinds.count("synchronize") == 1
+    assert len({stream for _, stream in fake_driver.events}) == 1
+
+    # The while loop's host code reads the loop bound and counter: every launch is
+    # waited for before the host goes on.
+    fake_driver.events.clear()
+    looped = shlo.compile(WHILE_N, target="cuda")
+    looped(np.ones(64, np.float32), np.array(3, np.int32))
+    kinds = [kind for kind, _ in fake_driver.events]
+    assert kinds.count("launch") >= 3
+    for index, kind in enumerate(kinds):
+        if kind == "launch":
+            assert kinds[index + 1] == "synchronize", kinds

@@ -460,6 +460,8 @@ class FakeDriver(Driver):
         self.unloaded_modules = 0
         self.allocated: list[tuple[int, int]] = []  # (pointer, size) of every allocation
         self.device_allocations: set[int] = set()  # live ones from allocate_device
+        # ("launch" or "synchronize", stream), in order: what a call waited for.
+        self.events: list[tuple[str, int]] = []
         self.context_synchronizations = 0
         self._functions: dict[int, PtxEntry] = {}
         self._streams: set[int] = set()
@@ -557,6 +559,7 @@ class FakeDriver(Driver):
         self.launches.append(
             LaunchRecord(entry.name, tuple(grid), tuple(block), shared_bytes, stream, values)
         )
+        self.events.append(("launch", stream))
 
     def _check_stream(self, stream: int) -> None:
         if stream and stream not in self._streams:
@@ -573,6 +576,7 @@ class FakeDriver(Driver):
 
     def synchronize_stream(self, stream: int) -> None:
         self._check_stream(stream)
+        self.events.append(("synchronize", stream))
 
     def destroy_stream(self, stream: int) -> None:
         self._check_stream(stream)
