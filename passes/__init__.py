@@ -35,6 +35,7 @@ _PASS_CLASSES = {
     "shlo-innermost-parallel-dim-first": "cuda.innermost_parallel_dim_first:InnermostParallelDimFirstPass",
     "shlo-copies-to-kernels": "cuda.copies_to_kernels:CopiesToKernelsPass",
     "shlo-parallel-reductions": "cuda.parallel_reductions:ParallelReductionsPass",
+    "shlo-register-tiled-matmuls": "cuda.register_tiled_matmuls:RegisterTiledMatmulsPass",
     "shlo-insert-codegen-recipes": "cpu.insert_codegen_recipes:InsertCodegenRecipesPass",
     "shlo-legalize-broadcasts": "frontend.legalize_broadcasts:LegalizeBroadcastsPass",
     "shlo-legalize-quantized-regions": "frontend.legalize_quantized_regions:LegalizeQuantizedRegionsPass",

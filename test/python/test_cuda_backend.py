@@ -336,3 +336,20 @@ def test_gpu_layernorm_with_arrays_that_stay_on_the_gpu() -> None:
     assert back.is_cuda and tuple(back.shape) == (64, 1024)
     np.testing.assert_allclose(back.cpu().numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(result), want, rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+@pytest.mark.parametrize("m,k,n", [(1024, 1024, 1024), (130, 70, 250)])
+def test_gpu_register_tiled_matmuls(m: int, k: int, n: int) -> None:
+    program = f"""
+    func.func @main(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+          : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+      return %0 : tensor<{m}x{n}xf32>
+    }}
+    """
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    got = shlo.compile(program, target="cuda")(a, b)
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))

@@ -156,3 +156,39 @@ def test_threads_that_synchronize_are_refused() -> None:
     module = ir.Module.parse(text, new_context())
     with pytest.raises(ShloError, match="threads that synchronize cannot be emulated"):
         emulate_kernels(module)
+
+
+def _dot(m: int, k: int, n: int, element: str, batch: int | None = None) -> str:
+    prefix = f"{batch}x" if batch else ""
+    a, b, c = (f"tensor<{prefix}{x}x{y}x{element}>" for x, y in ((m, k), (k, n), (m, n)))
+    dims = (
+        "batching_dims = [0] x [0], contracting_dims = [2] x [1]"
+        if batch
+        else "contracting_dims = [1] x [0]"
+    )
+    return f"""
+    func.func @main(%a: {a}, %b: {b}) -> {c} {{
+      %0 = stablehlo.dot_general %a, %b, {dims} : ({a}, {b}) -> {c}
+      return %0 : {c}
+    }}
+    """
+
+
+@pytest.mark.parametrize(
+    "m,k,n,element,batch",
+    [
+        (64, 48, 80, "f32", None),  # whole tiles
+        (5, 7, 9, "f32", None),  # edge tiles in both dimensions
+        (1, 33, 3, "f64", None),  # smaller than one tile
+        (13, 17, 30, "f32", 3),  # batched, edges
+    ],
+)
+def test_register_tiled_matmuls(m: int, k: int, n: int, element: str, batch: int | None) -> None:
+    numpy_type = np.float32 if element == "f32" else np.float64
+    lead = (batch,) if batch else ()
+    a = RNG.standard_normal((*lead, m, k)).astype(numpy_type)
+    b = RNG.standard_normal((*lead, k, n)).astype(numpy_type)
+    (got,) = emulate(_dot(m, k, n, element, batch), check_bounds=True)(a, b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tolerance = 1e-5 if element == "f32" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * np.sqrt(k))

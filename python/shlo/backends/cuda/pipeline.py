@@ -56,6 +56,8 @@ def kernel_stage(threads_per_block: int = THREADS_PER_BLOCK) -> list[str]:
     return [
         # Reductions over rows: a block of threads per output element.
         "shlo-parallel-reductions",
+        # Matmuls: a tile of outputs per thread, accumulated in registers.
+        "shlo-register-tiled-matmuls",
         # Copies between buffers become kernels, which any memory suits.
         "shlo-copies-to-kernels",
         # Other reductions and contractions keep their reduction dimensions as a
