@@ -22,6 +22,10 @@ max, min, and, or, xor), on f32, f64, i32 or i64, where:
   neighbours then read neighbouring addresses;
 - the reduction has at least MIN_REDUCTION elements.
 
+A ``linalg.fill`` of the output right before the reduction (how the
+reduction's initial value is set) is folded in: thread 0 combines the total
+with the fill's scalar, one kernel fewer.
+
 Float sums are reassociated, as XLA's GPU reductions are.
 
   linalg.generic {iterator_types = ["parallel", "reduction"]}
@@ -226,6 +230,8 @@ def _rewrite(reduction: _Reduction) -> None:
     element = body.arguments[inputs].type
     outputs_count = math.prod(sizes[d] for d in reduction.parallel_dims)
     reduction_size = math.prod(sizes[d] for d in reduction.reduction_dims)
+    fill = _initializing_fill(op, operands[inputs])
+    fill_value = fill.operands[0] if fill is not None else None
     with op.location, ir.InsertionPoint(op):
         launch = gpu.LaunchOp((outputs_count, 1, 1), (THREADS_PER_BLOCK, 1, 1))
         block = launch.regions[0].blocks[0]
@@ -256,12 +262,37 @@ def _rewrite(reduction: _Reduction) -> None:
             with ir.InsertionPoint(store.then_block):
                 output = operands[inputs]
                 where = _access(maps[inputs], ivs_for_output(parallel, len(sizes)))
-                initial = memref.LoadOp(output, where).result
+                initial = (
+                    fill_value if fill_value is not None else memref.LoadOp(output, where).result
+                )
                 mapping = {body.arguments[inputs]: initial, reduction.partial: total}
                 memref.StoreOp(_clone_op(reduction.combiner, mapping), output, where)
                 scf.YieldOp([])
             gpu.TerminatorOp()
     op.erase()
+    if fill is not None:
+        fill.erase()  # thread 0 combines with the fill's value instead: one kernel fewer
+
+
+def _initializing_fill(op: ir.Operation, output: ir.Value) -> ir.Operation | None:
+    """The ``linalg.fill`` of ``output`` right before ``op``, if that is what sets its
+    initial value (every element the same scalar)."""
+    fill = _previous_op(op.operation)
+    if fill is None or fill.name != "linalg.fill" or len(fill.results):
+        return None
+    if len(fill.operands) != 2 or fill.operands[1] != output:
+        return None
+    return fill
+
+
+def _previous_op(op: ir.Operation) -> ir.Operation | None:
+    previous = None
+    for candidate in op.block.operations:
+        candidate = candidate.operation
+        if candidate == op:
+            return previous
+        previous = candidate
+    return None
 
 
 def ivs_for_output(parallel: dict[int, ir.Value], count: int) -> list[ir.Value]:

@@ -84,3 +84,25 @@ func.func @integers(%x: memref<2x1000xi64>, %out: memref<2xi64>) {
   }
   return
 }
+
+// The fill that sets the initial value is folded into the kernel's last step.
+// CHECK-LABEL: func.func @filled
+// CHECK-SAME: (%[[X:.+]]: memref<4x512xf32>, %[[OUT:.+]]: memref<4xf32>)
+// CHECK: %[[INIT:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch
+// CHECK: %[[TOTAL:.+]] = gpu.all_reduce add
+// CHECK: scf.if
+// CHECK-NOT: memref.load
+// CHECK: %[[SUM:.+]] = arith.addf %[[INIT]], %[[TOTAL]] : f32
+// CHECK-NEXT: memref.store %[[SUM]], %[[OUT]]
+func.func @filled(%x: memref<4x512xf32>, %out: memref<4xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%out : memref<4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x512xf32>) outs(%out : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %acc, %in : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
