@@ -179,3 +179,16 @@ def test_launches_queue_unless_host_code_reads_memory(fake_driver: FakeDriver) -
     for index, kind in enumerate(kinds):
         if kind == "launch":
             assert kinds[index + 1] == "synchronize", kinds
+
+
+def test_jax_jit_for_cuda_reads_cpu_arrays_as_numpy(fake_driver: FakeDriver) -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import shlo.jax
+
+    x = jnp.ones((4, 8), jnp.float32)  # a jax array on the CPU: DLPack device type 1
+    assert not is_device_array(x)
+    scaled = shlo.jax.jit(lambda a: a * 2.0 + 1.0, target="cuda")
+    out = scaled(x)
+    assert isinstance(out, jax.Array) and out.shape == (4, 8) and out.dtype == jnp.float32
+    assert len(fake_driver.launches) == 1  # the fused elementwise kernel
