@@ -18,21 +18,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, linalg
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import VIEW_OPS, ops_named
 from shlo.pass_framework import Pass
-
-# Ops whose memref result is a view of their first operand's buffer.
-VIEW_OPS = frozenset(
-    (
-        "memref.cast",
-        "memref.collapse_shape",
-        "memref.expand_shape",
-        "memref.reinterpret_cast",
-        "memref.subview",
-        "memref.transpose",
-        "memref.view",
-    )
-)
 
 
 def buffer_source(value: ir.Value) -> ir.Operation | None:

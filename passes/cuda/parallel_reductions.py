@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import affine, arith, gpu, ir, memref, scf
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, remap_operands
 from shlo.pass_framework import Pass
 
 THREADS_PER_BLOCK = 256
@@ -327,21 +327,9 @@ def _clone_body(
             mapping[inner.results[0]] = ivs[dim]
             continue
         clone = inner.clone()
-        _remap_operands(clone, mapping)
+        remap_operands(clone, mapping)
         for old, new in zip(inner.results, clone.results):
             mapping[old] = new
-
-
-def _remap_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
-    """Replace operands of ``op`` and of the ops nested in it that ``mapping`` renames."""
-
-    def visit(nested: ir.Operation) -> ir.WalkResult:
-        for index, operand in enumerate(nested.operands):
-            if operand in mapping:
-                nested.operands[index] = mapping[operand]
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
 
 
 @dataclass(frozen=True)

@@ -188,3 +188,30 @@ def string_value(attribute: ir.Attribute) -> str:
     input), which would surface as an internal error.
     """
     return ir.StringAttr(attribute).value_bytes.decode(errors="replace")
+
+
+# Ops whose memref result is a view of their first operand's buffer.
+VIEW_OPS = frozenset(
+    (
+        "memref.cast",
+        "memref.collapse_shape",
+        "memref.expand_shape",
+        "memref.reinterpret_cast",
+        "memref.subview",
+        "memref.transpose",
+        "memref.view",
+    )
+)
+
+
+def remap_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
+    """Replace the operands of ``op`` and of the ops nested in it that ``mapping`` renames
+    (for a clone whose operands still name the original's values)."""
+
+    def visit(nested: ir.Operation) -> ir.WalkResult:
+        for index, operand in enumerate(nested.operands):
+            if operand in mapping:
+                nested.operands[index] = mapping[operand]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)

@@ -32,7 +32,7 @@ from shlo.backends.cpu.runtime import LoadedFunction, fix_sub_byte
 from shlo.backends.cuda import pipeline as cuda_pipeline
 from shlo.diagnostics import ShloError
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, remap_operands
 from shlo.pipeline import run_pipeline
 
 # gpu.all_reduce kind -> (float op, integer op) that combines two values.
@@ -87,14 +87,7 @@ def _clone_ops(
         if name == "gpu.return":
             continue
         clone = op.clone()
-
-        def remap(nested: ir.Operation) -> ir.WalkResult:
-            for index, operand in enumerate(nested.operands):
-                if operand in mapping:
-                    nested.operands[index] = mapping[operand]
-            return ir.WalkResult.ADVANCE
-
-        clone.walk(remap)
+        remap_operands(clone, mapping)
         for old, new in zip(op.results, clone.results):
             mapping[old] = new
 

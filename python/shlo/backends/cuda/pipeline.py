@@ -35,7 +35,7 @@ from shlo.backends.cuda.ptx import (
 )
 from shlo.diagnostics import ShloError
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import VIEW_OPS, ops_named
 from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION, HOST_TO_LLVM_START
 from shlo.pipeline import run_pipeline
 
@@ -220,18 +220,6 @@ def kernels_of(kernel_module: ir.Operation) -> tuple[Kernel, ...]:
     return tuple(kernels)
 
 
-# Ops whose memref result is a view of their first operand's buffer.
-_VIEW_OPS = (
-    "memref.cast",
-    "memref.collapse_shape",
-    "memref.expand_shape",
-    "memref.reinterpret_cast",
-    "memref.subview",
-    "memref.transpose",
-    "memref.view",
-)
-
-
 def _defining_op(value: ir.Value) -> ir.Operation | None:
     # .operation: an OpView's .name may be an attribute (memref.get_global's symbol).
     owner = value.owner
@@ -245,7 +233,7 @@ def check_kernels_read_device_memory(module: ir.Module, filename: str = "") -> N
             if not isinstance(operand.type, ir.MemRefType):
                 continue
             source = _defining_op(operand)
-            while source is not None and source.name in _VIEW_OPS:
+            while source is not None and source.name in VIEW_OPS:
                 source = _defining_op(source.operands[0])
             if source is not None and source.name in ("memref.get_global", "memref.alloca"):
                 raise error_at(
@@ -280,7 +268,7 @@ def host_accessed_buffers(module: ir.Module) -> tuple[int, ...]:
         op = op.operation
         sources = {origin[v] for v in op.operands if v in origin}
         if sources:
-            if op.name in _VIEW_OPS or op.name == "memref.extract_strided_metadata":
+            if op.name in VIEW_OPS or op.name == "memref.extract_strided_metadata":
                 for result in op.results:
                     origin[result] = next(iter(sources)) if len(sources) == 1 else -1
                 accessed.update(sources if len(sources) > 1 else ())
@@ -298,7 +286,7 @@ def host_accessed_buffers(module: ir.Module) -> tuple[int, ...]:
 _NO_MEMORY_ACCESS_PREFIXES = ("arith.", "index.", "math.")
 _NO_MEMORY_ACCESS = frozenset(
     (
-        *_VIEW_OPS,
+        *VIEW_OPS,
         *_NO_HOST_ACCESS,
         "func.func",
         "func.return",
