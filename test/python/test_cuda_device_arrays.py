@@ -192,3 +192,20 @@ def test_jax_jit_for_cuda_reads_cpu_arrays_as_numpy(fake_driver: FakeDriver) -> 
     out = scaled(x)
     assert isinstance(out, jax.Array) and out.shape == (4, 8) and out.dtype == jnp.float32
     assert len(fake_driver.launches) == 1  # the fused elementwise kernel
+
+
+def test_host_code_computes_log1p_and_expm1_precisely(fake_driver: FakeDriver) -> None:
+    # 0-d arithmetic stays host code: it must be as precise as the CPU backend's
+    # (upstream lowers log1p to log(1 + x) and expm1 to exp(x) - 1).
+    program = """
+    func.func @main(%x: tensor<f32>, %y: tensor<f64>) -> (tensor<f32>, tensor<f64>) {
+      %0 = stablehlo.log_plus_one %x : tensor<f32>
+      %1 = stablehlo.exponential_minus_one %y : tensor<f64>
+      return %0, %1 : tensor<f32>, tensor<f64>
+    }
+    """
+    x, y = np.float32(1.2345e-5), np.float64(3.5e-12)
+    got_log, got_exp = shlo.compile(program, target="cuda")(np.array(x), np.array(y))
+    assert not fake_driver.launches  # all host code
+    np.testing.assert_array_max_ulp(got_log, np.log1p(x), maxulp=1)
+    np.testing.assert_array_max_ulp(got_exp, np.expm1(y), maxulp=1)

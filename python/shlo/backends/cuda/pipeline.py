@@ -111,6 +111,10 @@ def device_stage(arch: str) -> list[str]:
 
 HOST_STAGE = (
     *HOST_TO_LLVM_START,
+    # Host code is CPU code: the CPU's precise expm1/log1p (upstream's lose
+    # every digit near 0) and its f8/f6/f4 conversions, as in its pipeline.
+    "shlo-precise-libm-calls",
+    "shlo-expand-small-float-conversions",
     "convert-math-to-llvm",
     "convert-math-to-libm",
     "convert-arith-to-llvm",
