@@ -219,7 +219,7 @@ def _access(indexing_map: ir.AffineMap, ivs: list[ir.Value]) -> list[ir.Value]:
     return indices
 
 
-def _rewrite(reduction: _Reduction) -> None:
+def _rewrite(reduction: _Reduction, fills: dict[ir.Operation, ir.Operation]) -> None:
     op = reduction.op
     segments = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
     inputs = segments[0]
@@ -230,7 +230,7 @@ def _rewrite(reduction: _Reduction) -> None:
     element = body.arguments[inputs].type
     outputs_count = math.prod(sizes[d] for d in reduction.parallel_dims)
     reduction_size = math.prod(sizes[d] for d in reduction.reduction_dims)
-    fill = _initializing_fill(op, operands[inputs])
+    fill = _initializing_fill(op, operands[inputs], fills)
     fill_value = fill.operands[0] if fill is not None else None
     with op.location, ir.InsertionPoint(op):
         launch = gpu.LaunchOp((outputs_count, 1, 1), (THREADS_PER_BLOCK, 1, 1))
@@ -274,25 +274,26 @@ def _rewrite(reduction: _Reduction) -> None:
         fill.erase()  # thread 0 combines with the fill's value instead: one kernel fewer
 
 
-def _initializing_fill(op: ir.Operation, output: ir.Value) -> ir.Operation | None:
+def fills_before(block: ir.Block) -> dict[ir.Operation, ir.Operation]:
+    """Each op of ``block`` that directly follows a ``linalg.fill`` -> that fill."""
+    fills, previous = {}, None
+    for op in block.operations:
+        op = op.operation
+        if previous is not None and previous.name == "linalg.fill":
+            fills[op] = previous
+        previous = op
+    return fills
+
+
+def _initializing_fill(
+    op: ir.Operation, output: ir.Value, fills: dict[ir.Operation, ir.Operation]
+) -> ir.Operation | None:
     """The ``linalg.fill`` of ``output`` right before ``op``, if that is what sets its
     initial value (every element the same scalar)."""
-    fill = _previous_op(op.operation)
-    if fill is None or fill.name != "linalg.fill" or len(fill.results):
+    fill = fills.get(op.operation)
+    if fill is None or len(fill.results) or len(fill.operands) != 2:
         return None
-    if len(fill.operands) != 2 or fill.operands[1] != output:
-        return None
-    return fill
-
-
-def _previous_op(op: ir.Operation) -> ir.Operation | None:
-    previous = None
-    for candidate in op.block.operations:
-        candidate = candidate.operation
-        if candidate == op:
-            return previous
-        previous = candidate
-    return None
+    return fill if fill.operands[1] == output else None
 
 
 def ivs_for_output(parallel: dict[int, ir.Value], count: int) -> list[ir.Value]:
@@ -339,7 +340,12 @@ class ParallelReductionsPass(Pass):
     argument: ClassVar[str] = "shlo-parallel-reductions"
 
     def run(self, module: ir.Operation) -> None:
+        # Read once per block: a rewrite erases only the fill its own reduction follows.
+        fills_of_block: dict[ir.Block, dict[ir.Operation, ir.Operation]] = {}
         for op in ops_named(module, "linalg.generic"):
             reduction = _match(op)
             if reduction is not None:
-                _rewrite(reduction)
+                block = op.operation.block
+                if block not in fills_of_block:
+                    fills_of_block[block] = fills_before(block)
+                _rewrite(reduction, fills_of_block[block])
