@@ -314,6 +314,28 @@ def test_available_driver_says_what_is_missing():
     assert "\n" not in message
 
 
+def test_one_driver_per_process_and_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlo.backends.cuda.driver as cuda_driver
+
+    made: list[int] = []
+
+    def new_driver(ordinal: int) -> FakeDriver:
+        made.append(ordinal)
+        if ordinal == 3:
+            raise ShloError("no usable CUDA device: ordinal 3")
+        return FakeDriver()
+
+    monkeypatch.setattr(cuda_driver, "_drivers", {})
+    monkeypatch.setattr(cuda_driver, "_new_driver", new_driver)
+    first = cuda_driver.available_driver()
+    assert cuda_driver.available_driver() is first
+    assert cuda_driver.available_driver(1) is not first
+    for _ in range(2):  # a failure is not kept: the next call tries again
+        with pytest.raises(ShloError, match="ordinal 3"):
+            cuda_driver.available_driver(3)
+    assert made == [0, 1, 3, 3]
+
+
 @pytest.mark.skipif(_libcuda_loads(), reason="the calls would reach a real driver")
 def test_cuda_driver_arguments_pass_cuda_python_conversion():
     """Each CudaDriver call gets as far as loading libcuda: cuda-python took its arguments."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import ctypes
 import itertools
+import os
 import re
 import struct
 import threading
@@ -332,8 +333,23 @@ class CudaDriver(Driver):
         self._run("cuMemsetD16Async", dst, value, count, cuda.CUstream(stream))
 
 
+# One driver per process and device: every compiled function shares its context and
+# its pool of device memory (results freed by one are reused by the next).
+_drivers: dict[tuple[int, int], CudaDriver] = {}
+_drivers_lock = threading.Lock()
+
+
 def available_driver(device_ordinal: int = 0) -> CudaDriver:
-    """A CudaDriver for ``device_ordinal``, or ShloError naming what this machine lacks."""
+    """The CudaDriver for ``device_ordinal``, or ShloError naming what this machine lacks."""
+    key = (os.getpid(), device_ordinal)  # a forked child starts its own
+    with _drivers_lock:
+        driver = _drivers.get(key)
+        if driver is None:
+            driver = _drivers[key] = _new_driver(device_ordinal)
+    return driver
+
+
+def _new_driver(device_ordinal: int) -> CudaDriver:
     try:
         ctypes.CDLL(_LIBCUDA)
     except OSError:
