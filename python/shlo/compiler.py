@@ -34,6 +34,13 @@ Signature = tuple[tuple[tuple[int, ...], str], ...]
 DEFAULT_CACHE_SIZE = 64
 
 
+def _release_device_arguments(arrays: Sequence[Any]) -> None:
+    """Give back the device arguments a call took (``Backend.device_argument``)."""
+    for array in arrays:
+        if not isinstance(array, np.ndarray):
+            array.release()
+
+
 class Executable:
     """A compiled entry function. Call it with numpy arrays.
 
@@ -112,9 +119,7 @@ class Executable:
         try:
             results = function(arrays)
         finally:
-            for array in arrays:
-                if not isinstance(array, np.ndarray):
-                    array.release()
+            _release_device_arguments(arrays)
         return results[0] if len(results) == 1 else tuple(results)
 
     def _check_inputs(self, args: Sequence[Any]) -> list[Any]:
@@ -137,9 +142,7 @@ class Executable:
                     array = np.ascontiguousarray(array)
                 arrays.append(array)
         except BaseException:
-            for taken in arrays:
-                if not isinstance(taken, np.ndarray):
-                    taken.release()
+            _release_device_arguments(arrays)
             raise
         return arrays
 
@@ -148,7 +151,7 @@ class Executable:
         if static is not None:
             return array.shape == static
         shape = self.params[index][0]
-        return array.ndim == len(shape) and all(
+        return len(array.shape) == len(shape) and all(
             want is None or want == got for want, got in zip(shape, array.shape)
         )
 

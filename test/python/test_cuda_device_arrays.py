@@ -209,3 +209,18 @@ def test_host_code_computes_log1p_and_expm1_precisely(fake_driver: FakeDriver) -
     assert not fake_driver.launches  # all host code
     np.testing.assert_array_max_ulp(got_log, np.log1p(x), maxulp=1)
     np.testing.assert_array_max_ulp(got_exp, np.expm1(y), maxulp=1)
+
+
+def test_a_dynamic_entry_takes_gpu_arrays(fake_driver: FakeDriver) -> None:
+    program = """
+    func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+      %0 = stablehlo.tanh %x : tensor<?xf32>
+      return %0 : tensor<?xf32>
+    }
+    """
+    executable = shlo.compile(program, target="cuda")
+    result = executable(on_device(fake_driver, np.zeros(5, np.float32)))
+    assert isinstance(result, DeviceArray) and result.shape == (5,)
+    with pytest.raises(ValueError, match=r"expected shape \?, got 2x3"):
+        executable(on_device(fake_driver, np.zeros((2, 3), np.float32)))
+    assert not _exports
