@@ -737,7 +737,7 @@ def _worker(root: Path, inputs: str, target: str, connection: Connection, stderr
 _FILE_MARKER = "=== shlo.conformance file: "
 
 
-def _last_lines(path: str, count: int = 6) -> str:
+def _output_of_last_file(path: str, count: int = 6) -> str:
     """The first lines a child printed for the file it ran last: an error's message, then
     (faulthandler) the innermost frames of a crash."""
     text = Path(path).read_text(errors="replace").rsplit(_FILE_MARKER, 1)[-1]
@@ -830,7 +830,7 @@ def run_isolated(
                         if code is not None and code < 0
                         else f"exit {code}"
                     )
-                    last = _last_lines(child.stderr_path)
+                    last = _output_of_last_file(child.stderr_path)
                     results = [CaseResult(relative, "crash", f"{why}: {last}")]
                     retire(child, kill=True)
             elif now - child.started > timeout:

@@ -100,15 +100,9 @@ class CudaBackend(Backend):
         filename: str,
         max_bytes: int,
     ) -> Any:
-        from shlo.backends.cuda.pipeline import lower_to_cuda
-        from shlo.frontend import prepare_static
-        from shlo.pipeline import run_pipeline
-        from shlo.to_linalg import to_linalg_stage
+        from shlo.backends.cuda.pipeline import lower_to_cuda, prepare_for_cuda
 
-        module, inputs, results = prepare_static(source, entry, arg_types, filename, max_bytes)
-        run_pipeline(module, to_linalg_stage("cuda"), filename)
-        # The entry's types, unsigned ones included: linalg has signless integers only.
-        entry_types = ([str(t) for t in inputs], [str(t) for t in results])
+        module, entry_types = prepare_for_cuda(source, entry, arg_types, filename, max_bytes)
         return lower_to_cuda(module, options.arch, filename, entry_types)
 
     def load(self, lowered: Any) -> CompiledFunction:

@@ -117,8 +117,6 @@ def _combine(kind: str, left: ir.Value, right: ir.Value) -> ir.Value:
 
 def _emulated_kernel(kernel: ir.Operation, name: str, module: ir.Module) -> str:
     """A func.func ``name`` running ``kernel`` (a gpu.func) for every block and thread."""
-    from shlo._mlir_compat import gpu  # noqa: F401  (the gpu dialect's ops print and parse)
-
     body = kernel.regions[0].blocks
     if len(body) != 1:
         raise ShloError(f"kernel {name}: control flow across blocks cannot be emulated")
@@ -176,8 +174,7 @@ def _emulated_kernel(kernel: ir.Operation, name: str, module: ir.Module) -> str:
                 if _writes_memory(before):
                     raise ShloError(f"kernel {name}: writes before its all_reduce")
                 kind = str(reduction.attributes["op"]).split()[-1].rstrip(">")
-                value_type = reduction.results[0].type
-                total = _fold_threads(before, reduction, kind, value_type, base, ids, threads)
+                total = _fold_threads(before, reduction, kind, base, ids, threads)
                 _loop_nest(
                     thread_bounds,
                     lambda t: _clone_ops(
@@ -196,15 +193,12 @@ def _fold_threads(
     before: list[ir.Operation],
     reduction: ir.Operation,
     kind: str,
-    value_type: ir.Type,
     base: dict[ir.Value, ir.Value],
     ids: dict[str, list[ir.Value]],
     threads: list[ir.Value],
 ) -> ir.Value:
-    """The all_reduce of every thread's value: a loop nest over the threads carrying it."""
+    """The all_reduce of every thread's value: one loop over the block's threads folds them."""
     zero, one = _constant(0), _constant(1)
-    outer = None
-    first: ir.Value | None = None
 
     # The first thread's value starts the fold, so no identity is needed.
     def value_at(thread: list[ir.Value]) -> ir.Value:
@@ -271,22 +265,15 @@ def emulate(
     Called with numpy arrays of the entry's (static) input types, it returns
     its results as numpy arrays. Runs in this process (no isolation).
     """
-    from shlo.frontend import prepare_static
-    from shlo.to_linalg import to_linalg_stage
-
-    module, inputs, results = prepare_static(source, entry, None, "<emulated>", 1 << 34)
-    run_pipeline(module, to_linalg_stage("cuda"), "<emulated>")
-    run_pipeline(module, list(cuda_pipeline.TENSOR_STAGE), "<emulated>", verify_each=False)
-    cuda_pipeline.copy_constants_to_buffers(module)
-    for stage in (cuda_pipeline.BUFFERIZE_STAGE, cuda_pipeline.kernel_stage()):
-        run_pipeline(module, list(stage), "<emulated>", verify_each=False)
+    module, (inputs, results) = cuda_pipeline.prepare_for_cuda(
+        source, entry, None, "<emulated>", 1 << 34
+    )
+    cuda_pipeline.outline_kernels(module, "<emulated>")
     emulate_kernels(module)
     checks = ["generate-runtime-verification"] if check_bounds else []
     host = [*checks, "canonicalize", *cuda_pipeline.HOST_STAGE]
     run_pipeline(module, host, "<emulated>", verify_each=False)
-    function = LoadedFunction(
-        module_to_bytecode(module), [str(t) for t in inputs], [str(t) for t in results]
-    )
+    function = LoadedFunction(module_to_bytecode(module), inputs, results)
 
     def call(*arrays: np.ndarray) -> list[np.ndarray]:
         prepared = [

@@ -390,6 +390,28 @@ def copy_constants_to_buffers(module: ir.Module) -> None:
         value.replace_all_uses_except(replacement, replacement.owner.operation)
 
 
+def prepare_for_cuda(
+    source: bytes | str, entry: str, arg_types: Sequence[str] | None, filename: str, max_bytes: int
+) -> tuple[ir.Module, tuple[list[str], list[str]]]:
+    """The shared frontend and linalg stage for ``entry``: static linalg on tensors, and
+    @main's (input, result) types from before integers became signless."""
+    from shlo.frontend import prepare_static
+    from shlo.to_linalg import to_linalg_stage
+
+    module, inputs, results = prepare_static(source, entry, arg_types, filename, max_bytes)
+    run_pipeline(module, to_linalg_stage("cuda"), filename)
+    return module, ([str(t) for t in inputs], [str(t) for t in results])
+
+
+def outline_kernels(module: ir.Module, filename: str) -> None:
+    """Linalg on tensors -> buffers, with every kernel outlined and launched from @main."""
+    run_pipeline(module, list(TENSOR_STAGE), filename, verify_each=False)
+    copy_constants_to_buffers(module)
+    for stage in (BUFFERIZE_STAGE, kernel_stage()):
+        run_pipeline(module, list(stage), filename, verify_each=False)
+    check_kernels_read_device_memory(module, filename)
+
+
 def lower_to_cuda(
     module: ir.Module,
     arch: str = "sm_80",
@@ -406,11 +428,7 @@ def lower_to_cuda(
     input_types, result_types = entry_types or _main_types(module)
     input_types, result_types = tuple(input_types), tuple(result_types)
     progress.stage("kernels")
-    run_pipeline(module, list(TENSOR_STAGE), filename, verify_each=False)
-    copy_constants_to_buffers(module)
-    for stage in (BUFFERIZE_STAGE, kernel_stage()):
-        run_pipeline(module, list(stage), filename, verify_each=False)
-    check_kernels_read_device_memory(module, filename)
+    outline_kernels(module, filename)
     host_accessed = host_accessed_buffers(module)
     reads_memory = host_reads_memory(module)
     kernel_module = merge_kernel_modules(module)

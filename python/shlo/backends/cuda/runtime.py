@@ -472,17 +472,14 @@ class CudaFunction:
         """
         if all(isinstance(a, np.ndarray) for a in arrays):
             return self._call_with_host_arrays(arrays)
-        imported = [
-            a if isinstance(a, np.ndarray | ImportedTensor) or not is_device_array(a) else None
-            for a in arrays
-        ]
-        owned = []
+        taken, owned = [], []  # owned: imported here, so released here
         try:
-            for index, array in enumerate(arrays):
-                if imported[index] is None:
-                    imported[index] = ImportedTensor(array)
-                    owned.append(imported[index])
-            return self._call_on_device(imported)
+            for array in arrays:
+                if not isinstance(array, np.ndarray | ImportedTensor) and is_device_array(array):
+                    array = ImportedTensor(array)
+                    owned.append(array)
+                taken.append(array)
+            return self._call_on_device(taken)
         finally:
             for tensor in owned:
                 tensor.release()
