@@ -73,6 +73,7 @@ from bench.systems import (  # noqa: E402
     output_leaves,
     peers_for,
     prepare,
+    warm_up,
 )
 
 DEFAULT_OUT = Path(__file__).parent / "results"
@@ -547,6 +548,11 @@ def run(args: argparse.Namespace, device: Any) -> int:
             f"{jax.config.jax_default_matmul_precision} (full f32, no TF32); peers: "
             + ", ".join(peers_for(args.target))
         )
+    warm_up_s = warm_up(args.system_list, args.target)
+    print(
+        "first compile in this process, excluded from the models' compile times: "
+        + ", ".join(f"{system} {seconds:.2f} s" for system, seconds in warm_up_s.items())
+    )
     results = []
     for name in args.models:
         model_start = time.perf_counter()
@@ -580,6 +586,7 @@ def run(args: argparse.Namespace, device: Any) -> int:
         "machine": machine_info(device),
         "versions": versions(),
         "peak": asdict(peak),
+        "warm_up_s": warm_up_s,
         "models": [asdict(r) for r in results],
         "geomean_shlo_over_best_peer": geomean,
         "shlo_failures": bad,

@@ -168,6 +168,37 @@ def prepare_iree(case: Case) -> Prepared:
     return Prepared(lambda: main(*device_inputs), outputs, compile_s, note)
 
 
+def warm_up(systems: Sequence[str], target: str) -> dict[str, float]:
+    """Seconds each compiler takes for its first, tiny program (``x + 1.0`` on 4 floats).
+
+    Run once before the models, so no model's compile time includes a
+    system's start-up: shlo's worker process importing MLIR, XLA's and IREE's
+    first compilation in the process. The bench reports these times apart.
+    """
+    from bench.models import Model
+
+    tiny = Model("warm-up", "4", lambda x: x + 1.0, (np.ones(4, np.float32),), 32.0, "byte")
+    case = Case.export(tiny)
+    times: dict[str, float] = {}
+    for system in systems:
+        start = time.perf_counter()
+        try:
+            if system == "shlo":
+                import shlo
+
+                shlo.compile(case.exported.mlir_module_serialized, target=target)
+            elif system == "xla":
+                jax.jit(tiny.fn).lower(*tiny.args).compile()
+            elif system == "iree" and target == "cpu":
+                prepare_iree(case)
+            else:
+                continue
+        except Unavailable:
+            continue
+        times[system] = time.perf_counter() - start
+    return times
+
+
 def prepare_numpy(case: Case) -> Prepared:
     numpy_fn = case.model.numpy_fn
     if numpy_fn is None:
