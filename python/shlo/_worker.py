@@ -171,6 +171,11 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.stack_size(_TASK_STACK_BYTES)
     sys.setrecursionlimit(50_000)
+    # One request at a time, and no other thread in MLIR or LLVM: code
+    # generation may fork (shlo.backends.cpu.parallel_codegen).
+    from shlo.backends.cpu import parallel_codegen
+
+    parallel_codegen.fork_allowed = True
     # Replies go to the original stdout; anything printed there later, by C++
     # or Python, goes to stderr instead and cannot corrupt the reply stream.
     replies = os.fdopen(os.dup(1), "wb")

@@ -236,12 +236,42 @@ def compile_object(llvm_bytecode: bytes, opt_level: int = 2) -> bytes:
     """The ELF object code LLVM generates for an LLVM-dialect module (bytecode).
 
     Runs in the worker, where a crash in the code generator is a ShloError.
+    There a large module is compiled in shards on every core it may use
+    (``parallel_codegen``).
     """
-    context = new_context()
-    engine = _engine(ir.Module.parse(llvm_bytecode, context), opt_level)
+    from shlo.backends.cpu import parallel_codegen
+    from shlo.backends.cpu.pipeline import default_threads
+
+    module = ir.Module.parse(llvm_bytecode, new_context())
+    driver = linker()
+    if driver is not None:
+
+        def compile_shard(shard: ir.Module, symbol: str, elsewhere: list[str]) -> bytes:
+            return _object_code(shard, opt_level, symbol, elsewhere)
+
+        jobs = default_threads()
+        joined = parallel_codegen.compile_in_parallel(module, compile_shard, jobs, driver)
+        if joined is not None:
+            return joined
+    return _object_code(module, opt_level, "main")
+
+
+def _object_code(
+    module: ir.Module, opt_level: int, symbol: str, elsewhere: Sequence[str] = ()
+) -> bytes:
+    """The object code of a module that defines ``symbol`` (its lookup starts LLVM).
+
+    ``elsewhere``: functions it calls that another object defines. The JIT
+    links what it compiles, so it gets a placeholder address for each; the
+    object keeps the unresolved references for the real link.
+    """
+    engine = _engine(module, opt_level)
     _register_allocation_functions(engine)
-    if not engine.raw_lookup("main"):  # code is generated on the first lookup
-        raise RuntimeError("the JIT has no symbol main")
+    placeholder = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p)
+    for name in elsewhere:
+        engine.raw_register_runtime(name, placeholder)
+    if not engine.raw_lookup(symbol):  # code is generated on the first lookup
+        raise RuntimeError(f"the JIT has no symbol {symbol}")
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         path = os.path.join(directory, "code.o")
         engine.dump_to_object_file(path)

@@ -1,0 +1,127 @@
+"""LLVM code generation in shards (shlo.backends.cpu.parallel_codegen)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shlo._mlir_compat import ir, new_context
+from shlo.backends.cpu import parallel_codegen, runtime
+from shlo.backends.cpu.lowering import lower_to_llvm
+from shlo.backends.cpu.pipeline import CpuPipeline
+
+# Several distinct kernels: a reduction, elementwise math, a matmul, and a
+# constant (a global in the LLVM module).
+PROGRAM = """
+func.func @main(%x: tensor<64x96xf32>, %w: tensor<96x32xf32>) -> (tensor<64x32xf32>, tensor<64xf32>) {
+  %c = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0]> : tensor<32xf32>
+  %t = stablehlo.tanh %x : tensor<64x96xf32>
+  %m = stablehlo.dot_general %t, %w, contracting_dims = [1] x [0] : (tensor<64x96xf32>, tensor<96x32xf32>) -> tensor<64x32xf32>
+  %cb = stablehlo.broadcast_in_dim %c, dims = [1] : (tensor<32xf32>) -> tensor<64x32xf32>
+  %e = stablehlo.exponential %m : tensor<64x32xf32>
+  %r = stablehlo.multiply %e, %cb : tensor<64x32xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<64x96xf32>, tensor<f32>) -> tensor<64xf32>
+  return %r, %s : tensor<64x32xf32>, tensor<64xf32>
+}
+"""
+
+
+def expected(x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+    scale = np.arange(1, 33, dtype=np.float32)
+    return [np.exp(np.tanh(x) @ w) * scale, x.sum(axis=1)]
+
+
+@pytest.fixture
+def lowered():
+    return lower_to_llvm(PROGRAM, "main", None, CpuPipeline(threads=1))
+
+
+@pytest.fixture
+def inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [
+        rng.standard_normal((64, 96)).astype(np.float32),
+        (0.05 * rng.standard_normal((96, 32))).astype(np.float32),
+    ]
+
+
+def _module(lowered) -> ir.Module:
+    return ir.Module.parse(lowered.llvm_bytecode, new_context())
+
+
+def test_plan_puts_main_first_and_every_function_once(lowered, monkeypatch):
+    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    module = _module(lowered)
+    plan = parallel_codegen.plan_shards(module, 2, "main")
+    assert plan is not None and len(plan) == 2 and plan[0][0] == "main"
+    defined = {parallel_codegen._name(f) for f in parallel_codegen._defined_functions(module)}
+    names = [name for shard in plan for name in shard]
+    assert sorted(names) == sorted(defined) and len(defined) >= 3
+
+
+def test_small_modules_and_mutable_globals_are_not_split(lowered, monkeypatch):
+    assert parallel_codegen.plan_shards(_module(lowered), 2, "main") is None  # under MIN_OPS
+    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    module = _module(lowered)
+    with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown(module.context):
+        ir.Operation.create(
+            "llvm.mlir.global",
+            attributes={
+                "sym_name": ir.StringAttr.get("counter"),
+                "global_type": ir.TypeAttr.get(ir.IntegerType.get_signless(32)),
+                "linkage": ir.Attribute.parse("#llvm.linkage<internal>"),
+            },
+            regions=1,
+        )
+    assert parallel_codegen.plan_shards(module, 2, "main") is None
+
+
+def test_sharded_object_computes_what_the_serial_one_does(lowered, inputs, monkeypatch):
+    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
+    monkeypatch.setenv("SHLO_THREADS", "2")
+    split = []
+    original = parallel_codegen.compile_in_parallel
+
+    def recording(*args):
+        split.append(original(*args))
+        return split[-1]
+
+    monkeypatch.setattr(parallel_codegen, "compile_in_parallel", recording)
+    sharded = runtime.compile_object(lowered.llvm_bytecode)
+    assert split == [sharded]  # the object is the joined shards
+    function = runtime.LoadedFunction(sharded, lowered.input_types, lowered.result_types)
+    for got, want in zip(function(inputs), expected(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+
+
+def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch):
+    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
+    monkeypatch.setenv("SHLO_THREADS", "2")
+    original = runtime._object_code
+
+    def failing_elsewhere(module, opt_level, symbol, elsewhere=()):
+        if symbol != "main" and elsewhere:  # a shard without main, in a child
+            raise RuntimeError("the child's code generator failed")
+        return original(module, opt_level, symbol, elsewhere)
+
+    monkeypatch.setattr(runtime, "_object_code", failing_elsewhere)
+    split = []
+    original_split = parallel_codegen.compile_in_parallel
+    monkeypatch.setattr(
+        parallel_codegen,
+        "compile_in_parallel",
+        lambda *args: split.append(original_split(*args)) or split[-1],
+    )
+    code = runtime.compile_object(lowered.llvm_bytecode)
+    assert split == [None]
+    function = runtime.LoadedFunction(code, lowered.input_types, lowered.result_types)
+    for got, want in zip(function(inputs), expected(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+
+
+def test_not_split_outside_the_worker(lowered, monkeypatch):
+    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "fork_allowed", False)
+    assert parallel_codegen.compile_in_parallel(_module(lowered), None, 2, "cc") is None
