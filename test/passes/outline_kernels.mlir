@@ -34,6 +34,7 @@ func.func @main(%a: memref<64xf32>, %c: memref<64xf32>) {
 }
 // CHECK-LABEL: func.func private @shlo_kernel_0
 // CHECK-SAME: (%[[IN:.+]]: memref<64xf32>, %[[OUT:.+]]: memref<64xf32>)
+// CHECK-SAME: attributes {llvm.passthrough = ["noinline"]}
 // CHECK-DAG: arith.constant 64 : index
 // CHECK: scf.for
 // CHECK: memref.load %[[IN]]
