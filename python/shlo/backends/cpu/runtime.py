@@ -20,6 +20,7 @@ import atexit
 import ctypes
 import functools
 import importlib.metadata
+import math
 import os
 import shutil
 import subprocess
@@ -355,10 +356,11 @@ RESULT_ALIGNMENT = 64
 
 def aligned_empty(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
     """An uninitialized array whose data starts on a RESULT_ALIGNMENT boundary."""
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.empty(size + RESULT_ALIGNMENT, np.uint8)
-    start = -raw.ctypes.data % RESULT_ALIGNMENT
-    return raw[start : start + size].view(dtype).reshape(shape)
+    # On the path of every call: plain ints and one ndarray over the buffer
+    # (np.prod and .ctypes took 4 of a 12 us call).
+    raw = np.empty(math.prod(shape) * dtype.itemsize + RESULT_ALIGNMENT, np.uint8)
+    start = -raw.__array_interface__["data"][0] % RESULT_ALIGNMENT
+    return np.ndarray(shape, dtype, raw, start)
 
 
 class LoadedFunction:
