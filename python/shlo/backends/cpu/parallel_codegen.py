@@ -16,8 +16,11 @@ join the objects) falls back to compiling the whole module in the worker.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 
@@ -27,6 +30,7 @@ from shlo._mlir_compat import ir
 fork_allowed = False
 # Below this many LLVM ops a module compiles faster than a fork and a join.
 MIN_OPS = 2000
+_PR_SET_PDEATHSIG = 1
 # Glue functions are compiled without optimization: weigh them less.
 _OPTNONE_WEIGHT = 0.2
 
@@ -104,6 +108,17 @@ def _declare_others(module: ir.Module, keep: set[str]) -> None:
         function.erase()
 
 
+def _die_with(parent: int) -> None:
+    """End this forked child when ``parent`` (the worker) is killed, e.g. on a timeout."""
+    if sys.platform == "linux":
+        try:
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # killed before prctl ran
+        os._exit(1)
+
+
 def compile_in_parallel(
     module: ir.Module,
     compile_one: Callable[[ir.Module, str, list[str]], bytes],
@@ -126,11 +141,13 @@ def compile_in_parallel(
     with tempfile.TemporaryDirectory(prefix="shlo-shards-") as directory:
         paths = [os.path.join(directory, f"shard{index}.o") for index in range(len(plan))]
         children = []
+        worker = os.getpid()
         for index, names in enumerate(plan):
             pid = os.fork()
             if pid == 0:  # the child: compile, write, leave without cleanup handlers
                 status = 1
                 try:
+                    _die_with(worker)
                     _declare_others(module, set(names))
                     code = compile_one(module, names[0], elsewhere[index])
                     with open(paths[index], "wb") as file:
