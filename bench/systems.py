@@ -175,8 +175,6 @@ def warm_up(systems: Sequence[str], target: str) -> dict[str, float]:
     system's start-up: shlo's worker process importing MLIR, XLA's and IREE's
     first compilation in the process. The bench reports these times apart.
     """
-    from bench.models import Model
-
     tiny = Model("warm-up", "4", lambda x: x + 1.0, (np.ones(4, np.float32),), 32.0, "byte")
     case = Case.export(tiny)
     times: dict[str, float] = {}

@@ -10,7 +10,6 @@ host allows it, and a watchdog thread polling the parent's pid otherwise.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import resource
 import signal
@@ -27,7 +26,12 @@ from shlo.diagnostics import ShloError
 from shlo.frontend import inspect_entry
 from shlo.interpreter import interpret
 from shlo.io import heap_may_be_damaged
-from shlo.isolation import positive_setting, read_message, write_message
+from shlo.isolation import (
+    kill_with_parent_thread,
+    positive_setting,
+    read_message,
+    write_message,
+)
 from shlo.opt_task import opt
 from shlo.refine import refine_to_bytecode
 from shlo.torch import lower_to_stablehlo as lower_torch_to_stablehlo
@@ -72,17 +76,12 @@ TASKS = {
 # Deeply nested input recurses deeply in the parser and in passes: tasks run
 # on a thread with a large stack (reserved, not committed, memory).
 _TASK_STACK_BYTES = 1 << 30
-_PR_SET_PDEATHSIG = 1
 _WATCHDOG_SECONDS = 0.5
 
 
 def _exit_with_parent(parent: int) -> None:
-    if os.environ.get("SHLO_WORKER_DEATHSIG") == "1" and sys.platform == "linux":
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # the watchdog below still works
+    if os.environ.get("SHLO_WORKER_DEATHSIG") == "1":
+        kill_with_parent_thread()  # best effort: the watchdog below still works
 
     def watch() -> None:
         while os.getppid() == parent:

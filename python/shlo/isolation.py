@@ -13,6 +13,7 @@ worker exits soon after its host dies (see ``_worker``).
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import math
 import os
@@ -34,6 +35,23 @@ _HEADER = struct.Struct("<Q")
 
 # Seconds a request may take, unless the caller or SHLO_COMPILE_TIMEOUT says otherwise.
 DEFAULT_TIMEOUT = 600.0
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def kill_with_parent_thread() -> None:
+    """Ask Linux to SIGKILL this process when the thread that started it exits.
+
+    Best effort (other systems, or no prctl): callers also check that their
+    parent is alive.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def positive_setting(name: str, kind: type[int] | type[float], unit: str) -> int | float | None:

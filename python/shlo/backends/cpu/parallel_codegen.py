@@ -16,21 +16,18 @@ join the objects) falls back to compiling the whole module in the worker.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 
 from shlo._mlir_compat import ir
+from shlo.isolation import kill_with_parent_thread
 
 # Set by the worker process (shlo._worker): only there is forking safe.
 fork_allowed = False
 # Below this many LLVM ops a module compiles faster than a fork and a join.
 MIN_OPS = 2000
-_PR_SET_PDEATHSIG = 1
 # Glue functions are compiled without optimization: weigh them less.
 _OPTNONE_WEIGHT = 0.2
 
@@ -110,11 +107,7 @@ def _declare_others(module: ir.Module, keep: set[str]) -> None:
 
 def _die_with(parent: int) -> None:
     """End this forked child when ``parent`` (the worker) is killed, e.g. on a timeout."""
-    if sys.platform == "linux":
-        try:
-            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+    kill_with_parent_thread()
     if os.getppid() != parent:  # killed before prctl ran
         os._exit(1)
 
