@@ -9,6 +9,7 @@ Python passes on other ops.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import typing
 from typing import Any, ClassVar
@@ -16,6 +17,13 @@ from typing import Any, ClassVar
 from shlo._mlir_compat import ir, passmanager
 
 logger = logging.getLogger("shlo.passes")
+
+
+@functools.cache
+def _option_types(cls: type) -> dict[str, Any]:
+    # Once per class: get_type_hints evaluates every annotation, 4 ms per compile.
+    hints = typing.get_type_hints(cls)
+    return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
 
 
 class PassError(Exception):
@@ -109,8 +117,7 @@ class Pass:
 
     @classmethod
     def option_types(cls) -> dict[str, Any]:
-        hints = typing.get_type_hints(cls)
-        return {field.name: hints[field.name] for field in dataclasses.fields(cls)}
+        return _option_types(cls)
 
     @classmethod
     def from_options(cls, text: str) -> Pass:

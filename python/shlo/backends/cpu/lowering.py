@@ -46,6 +46,34 @@ def lower_to_llvm(
     through shlo-remove-dynamism; None keeps the declared static types. Every
     array larger than ``max_bytes`` (default ``default_max_bytes()``) is an error.
     """
+    module, inputs, results = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
+    return Lowered(module_to_bytecode(module), inputs, results)
+
+
+def lower_to_object(
+    source: bytes | str | ir.Module,
+    entry: str,
+    arg_types: Sequence[str] | None,
+    pipeline: CpuPipeline | None = None,
+    filename: str = "<module>",
+    max_bytes: int | None = None,
+) -> Lowered:
+    """``lower_to_llvm``, plus the object code LLVM generates from it."""
+    module, inputs, results = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
+    llvm_bytecode = module_to_bytecode(module)
+    progress.stage("LLVM code generation")
+    return Lowered(llvm_bytecode, inputs, results, compile_object(module))
+
+
+def _lower(
+    source: bytes | str | ir.Module,
+    entry: str,
+    arg_types: Sequence[str] | None,
+    pipeline: CpuPipeline | None,
+    filename: str,
+    max_bytes: int | None,
+) -> tuple[ir.Module, tuple[str, ...], tuple[str, ...]]:
+    """The LLVM dialect module of ``lower_to_llvm``, and its entry's input and result types."""
     limit = default_max_bytes() if max_bytes is None else max_bytes
     pipeline = pipeline or CpuPipeline()
     module, inputs, results = prepare_static(source, entry, arg_types, filename, limit)
@@ -58,27 +86,4 @@ def lower_to_llvm(
     rest = pipeline.elements()[len(through_bufferization) :]
     progress.stage("loops to LLVM")
     run_pipeline(module, rest, filename, verify_each=False)
-    return Lowered(
-        module_to_bytecode(module),
-        tuple(str(t) for t in inputs),
-        tuple(str(t) for t in results),
-    )
-
-
-def lower_to_object(
-    source: bytes | str | ir.Module,
-    entry: str,
-    arg_types: Sequence[str] | None,
-    pipeline: CpuPipeline | None = None,
-    filename: str = "<module>",
-    max_bytes: int | None = None,
-) -> Lowered:
-    """``lower_to_llvm``, plus the object code LLVM generates from it."""
-    lowered = lower_to_llvm(source, entry, arg_types, pipeline, filename, max_bytes)
-    progress.stage("LLVM code generation")
-    return Lowered(
-        lowered.llvm_bytecode,
-        lowered.input_types,
-        lowered.result_types,
-        compile_object(lowered.llvm_bytecode),
-    )
+    return module, tuple(str(t) for t in inputs), tuple(str(t) for t in results)

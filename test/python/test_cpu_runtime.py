@@ -1,0 +1,77 @@
+"""Loading CPU code: type parsing and linking (shlo.backends.cpu.runtime)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from shlo._mlir_compat import ir, new_context
+from shlo.backends.cpu import runtime
+from shlo.backends.cpu.lowering import lower_to_object
+from shlo.backends.cpu.pipeline import CpuPipeline
+
+TYPES = [
+    "tensor<f32>",
+    "tensor<2x3xf32>",
+    "tensor<0x5xi1>",
+    "tensor<4x1x2xcomplex<f64>>",
+    "tensor<3xf8E4M3FNUZ>",
+    "tensor<7xui4>",
+    "tensor<2x!quant.uniform<i8:f32, 1.0>>",
+]
+
+
+@pytest.mark.parametrize("text", TYPES)
+def test_array_types_parse_as_mlir_parses_them(text):
+    context = new_context()
+    tensor_type = ir.RankedTensorType(ir.Type.parse(text, context))
+    parsed = runtime.ArrayType.parse(text)
+    assert parsed.shape == tuple(tensor_type.shape)
+    assert parsed.element_type == str(tensor_type.element_type)
+
+
+PROGRAM = """
+func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %e = stablehlo.exponential %x : tensor<64xf32>
+  %s = stablehlo.sine %e : tensor<64xf32>
+  return %s : tensor<64xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def object_code() -> bytes:
+    return lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=1)).object_code
+
+
+def _run(object_code: bytes) -> np.ndarray:
+    function = runtime.LoadedFunction(object_code, ["tensor<64xf32>"], ["tensor<64xf32>"])
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    (result,) = function([x])
+    np.testing.assert_allclose(result, np.sin(np.exp(x)), rtol=1e-5, atol=1e-6)
+    return result
+
+
+def test_code_is_linked_by_ld_directly(object_code, monkeypatch):
+    if runtime._direct_link(runtime.linker()) is None:
+        pytest.skip("the C compiler driver does not name its linker")
+    runtime._allocation_guard_object(runtime.linker())  # compiled once per process
+    ran = []
+    real_run = runtime.subprocess.run
+
+    def recording_run(command, *args, **kwargs):
+        ran.append(command[0])
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    _run(object_code)
+    assert ran == [runtime._direct_link(runtime.linker())[0]]
+
+
+def test_a_failing_direct_link_falls_back_to_the_driver(object_code, monkeypatch):
+    driver = runtime.linker()
+    monkeypatch.setattr(runtime, "_direct_link", lambda _: ("false", []))
+    assert [command[0] for command in runtime._link_commands(driver, "a.o", "a.so", None)] == [
+        "false",
+        driver,
+    ]
+    _run(object_code)
