@@ -69,12 +69,19 @@ class CodegenStrategy:
                 f"shlo-fuse-rows{{threads={threads}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
+                # Each distinct kernel is planned and transformed once, in its
+                # own small function; inline puts the result back.
+                "shlo-outline-tensor-kernels",
                 # Contractions no recipe took become generics that the plan
                 # vectorizes (after fusion, which must not fuse into them).
                 "func.func(linalg-generalize-named-ops)",
                 f"shlo-plan-vector-codegen{{threads={threads}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
+                "inline{default-pipeline=}",
+                "symbol-dce",
+                # After inline: a vector written by one kernel and read by the
+                # next is forwarded, and its tensor needs no buffer.
                 "canonicalize",
             ]
         return stage

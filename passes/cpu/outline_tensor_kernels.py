@@ -1,0 +1,131 @@
+"""shlo-outline-tensor-kernels: move each kernel on tensors into a function, one per distinct kernel.
+
+Ours because upstream is missing it (shlo-outline-contractions does the same
+for contractions only). After shlo-fuse-rows every kernel of a function is
+a top-level loop nest or linalg op on tensors. Each becomes a private
+function, with the ``tensor.empty`` (and ``linalg.fill`` of one) that only
+it uses; kernels that print the same share one function. The vector plan
+and ``transform-interpreter`` then tile and vectorize each distinct kernel
+once, in a small function, where a 12-layer transformer has every kernel
+twelve times (GPT-2: the interpreter's 0.30 s becomes 0.06 s). ``inline``
+puts the transformed kernels back before bufferization, which writes
+results into their destinations as before: the generated code is the same.
+Only kernels that repeat are worth a function (each one costs the
+transforms a fixed time), so a function called once is put back at once.
+
+  %e = tensor.empty() : tensor<8xf32>
+  %r = linalg.generic ... ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>)
+  ==>
+  %r = call @shlo_tensor_kernel_0(%a) : (tensor<8xf32>) -> tensor<8xf32>
+  func.func private @shlo_tensor_kernel_0(%a: tensor<8xf32>) -> tensor<8xf32> {
+    %e = tensor.empty() : tensor<8xf32>
+    %r = linalg.generic ... ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>)
+    return %r : tensor<8xf32>
+  }
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir
+from shlo.ir_utils import defining_op
+from shlo.pass_framework import Pass
+from shlo.passes.cpu.outline_kernels import outline
+
+PREFIX = "shlo_tensor_kernel_"
+# Kernels: loop nests (shlo-fuse-rows' blocks of rows) and linalg ops with a body.
+_LOOPS = ("scf.forall", "scf.for")
+
+
+def _is_kernel(op: ir.Operation) -> bool:
+    if not len(op.results) or not all(isinstance(r.type, ir.RankedTensorType) for r in op.results):
+        return False
+    return op.name in _LOOPS or (op.name.startswith("linalg.") and len(op.regions) > 0)
+
+
+def _signature(op: ir.Operation) -> tuple[str, ...]:
+    return (op.name, *(str(v.type) for v in op.operands), "->", *(str(r.type) for r in op.results))
+
+
+def _private_outputs(op: ir.Operation) -> list[ir.Operation]:
+    """The ``tensor.empty`` and fill-of-empty producers of ``op``'s operands that only it uses.
+
+    Moved in with the kernel: the plan tiles a fill with its consumer's loops.
+    """
+
+    def alone(value: ir.Value, name: str) -> ir.Operation | None:
+        producer = defining_op(value)
+        if (
+            producer is None
+            or producer.name != name
+            or producer.parent != op.parent
+            or len(list(value.uses)) != 1
+        ):
+            return None
+        return producer
+
+    chain: list[ir.Operation] = []
+    for operand in op.operands:
+        if (empty := alone(operand, "tensor.empty")) is not None:
+            chain.append(empty)
+        elif (fill := alone(operand, "linalg.fill")) is not None:
+            init = fill.operands[len(fill.operands) - 1]
+            if (empty := alone(init, "tensor.empty")) is not None:
+                chain += [empty, fill]
+    return chain
+
+
+@dataclass(frozen=True)
+class OutlineTensorKernelsPass(Pass):
+    """Outline the top-level kernels on tensors of every function; identical ones share one."""
+
+    argument: ClassVar[str] = "shlo-outline-tensor-kernels"
+
+    def run(self, module: ir.Operation) -> None:
+        body = module.regions[0].blocks[0]
+        functions = [
+            op.operation
+            for op in body.operations
+            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
+        ]
+        candidates = [
+            op.operation
+            for function in functions
+            for block in function.regions[0].blocks
+            for op in block.operations
+            if _is_kernel(op.operation)
+        ]
+        # Only kernels that may repeat: identical kernels have the same
+        # signature (not conversely; ``outline`` compares whole functions).
+        signatures = [_signature(op) for op in candidates]
+        repeats = Counter(signatures)
+        kernels: dict[str, str] = {}  # function text -> function name
+        calls: dict[str, list[ir.Operation]] = {}
+        for op, signature in zip(candidates, signatures):
+            if repeats[signature] > 1:
+                ops = [*_private_outputs(op), op]
+                call = outline(module, ops, f"{PREFIX}{len(kernels)}", kernels)
+                calls.setdefault(ir.FlatSymbolRefAttr(call.attributes["callee"]).value, []).append(
+                    call
+                )
+        symbols = ir.SymbolTable(module)
+        for name, uses in calls.items():
+            if len(uses) == 1:
+                _inline(uses[0], symbols[name])
+
+
+def _inline(call: ir.Operation, function: ir.Operation) -> None:
+    """Put the body of ``function``, called only by ``call``, back in place of the call."""
+    entry = function.regions[0].blocks[0]
+    for argument, operand in zip(entry.arguments, call.operands):
+        argument.replace_all_uses_with(operand)
+    ops = [op.operation for op in entry.operations]
+    for op in ops[:-1]:
+        op.move_before(call)
+    for result, value in zip(call.results, ops[-1].operands):
+        result.replace_all_uses_with(value)
+    call.erase()
+    function.erase()
