@@ -42,6 +42,16 @@ BUFFERIZE: tuple[str, ...] = (
 
 # The host code's first steps to the LLVM dialect: the runtime's ABI, memory,
 # and the float types LLVM cannot compute in.
+# Arithmetic and math on floats of 16 bits and fewer, computed in f32.
+NARROW_FLOAT_EMULATION: tuple[str, ...] = (
+    # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
+    # AVX512-BF16 and calls compiler-rt (absent) on the others.
+    "arith-emulate-unsupported-floats{source-types="
+    + ",".join(("bf16", *EMULATED_FLOATS))
+    + " target-type=f32}",
+    "math-extend-to-supported-types{target-type=f32}",
+)
+
 HOST_TO_LLVM_START: tuple[str, ...] = (
     # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
     "shlo-pack-entry-arguments",
@@ -53,10 +63,5 @@ HOST_TO_LLVM_START: tuple[str, ...] = (
     # Allocations call _mlir_memref_to_llvm_alloc & co., which each runtime
     # provides: checked malloc on the CPU, managed memory for CUDA.
     "finalize-memref-to-llvm{use-generic-functions=true}",
-    # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
-    # AVX512-BF16 and calls compiler-rt (absent) on the others.
-    "arith-emulate-unsupported-floats{source-types="
-    + ",".join(("bf16", *EMULATED_FLOATS))
-    + " target-type=f32}",
-    "math-extend-to-supported-types{target-type=f32}",
+    *NARROW_FLOAT_EMULATION,
 )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from shlo import progress
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.pipeline import CpuPipeline
+from shlo.backends.cpu.pipeline import NARROW_FLOAT_PASSES, CpuPipeline, uses_narrow_floats
 from shlo.backends.cpu.runtime import compile_object
 from shlo.frontend import check_array_sizes, default_max_bytes, prepare_static
 from shlo.io import module_to_bytecode
@@ -80,10 +80,12 @@ def _lower(
     # The code generation passes are ours and upstream's, not the user's
     # input: the module is verified once per run, not after every pass.
     through_bufferization = pipeline.elements(through="bufferize")
+    rest = pipeline.elements()[len(through_bufferization) :]
+    if not uses_narrow_floats(module):
+        rest = [element for element in rest if element not in NARROW_FLOAT_PASSES]
     progress.stage("linalg, tiling and vectorization")
     run_pipeline(module, through_bufferization, filename, verify_each=False)
     check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
-    rest = pipeline.elements()[len(through_bufferization) :]
     progress.stage("loops to LLVM")
     run_pipeline(module, rest, filename, verify_each=False)
     return module, tuple(str(t) for t in inputs), tuple(str(t) for t in results)

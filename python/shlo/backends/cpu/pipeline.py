@@ -12,9 +12,16 @@ changes without touching the legalization, bufferization or LLVM stages.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
-from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION, HOST_TO_LLVM_START
+from shlo._mlir_compat import ir
+from shlo.linalg_stages import (
+    BUFFERIZE,
+    ELEMENTWISE_FUSION,
+    HOST_TO_LLVM_START,
+    NARROW_FLOAT_EMULATION,
+)
 from shlo.to_linalg import DECOMPOSITIONS, to_linalg_stage
 
 
@@ -155,6 +162,23 @@ _TO_LLVM = (
     "convert-ub-to-llvm",
     "reconcile-unrealized-casts",
 )
+
+
+# Passes for floats of 16 bits and fewer, which LLVM cannot compute with:
+# a program without such types skips them (GPT-2: 0.13 s of walking).
+NARROW_FLOAT_PASSES = frozenset(
+    (*NARROW_FLOAT_EMULATION, "shlo-expand-small-float-conversions", "shlo-expand-f64-truncation")
+)
+# Anywhere in the text ("4xbf16" has no word boundary): a false match only
+# keeps the passes.
+_NARROW_FLOAT = re.compile(r"f16|f8E|f6E|f4E")
+
+
+def uses_narrow_floats(module: ir.Module) -> bool:
+    """Whether ``module`` mentions a float type of 16 bits or fewer (or may: it reads text)."""
+    # Printing (large constants elided) and a search: 8 ms on GPT-2.
+    text = module.operation.get_asm(large_elements_limit=16, assume_verified=True)
+    return _NARROW_FLOAT.search(text) is not None
 
 
 STRATEGIES = {strategy.name: strategy for strategy in (SCALAR_LOOPS, VECTORIZED)}
