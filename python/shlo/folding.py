@@ -9,6 +9,7 @@ of static tensors, and the small integer arithmetic of shape computations.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -31,12 +32,19 @@ def _replace_with_constant(
 
 
 def _foldable_result(op: ir.Operation) -> ir.RankedTensorType | None:
+    """The result type of ``op`` when it is small and static, and its operands are constants."""
+    # Operands first: the patterns see every add and multiply of a program,
+    # and nearly all have a computed operand (GPT-2: 3,900 ops, 40 ms).
+    for operand in op.operands:
+        producer = defining_op(operand)
+        if producer is None or producer.name != "stablehlo.constant":
+            return None
     result_type = ranked_type(op.results[0])
     if (
         result_type is None
         or not result_type.has_static_shape
         or numpy_dtype(result_type.element_type) is None
-        or np.prod(result_type.shape, dtype=np.int64) > MAX_FOLDED_ELEMENTS
+        or math.prod(result_type.shape) > MAX_FOLDED_ELEMENTS
     ):
         return None
     return result_type
@@ -174,7 +182,7 @@ def fold_integer_op(op: ir.Operation, rewriter: rewrite.PatternRewriter) -> bool
     """Evaluate integer and boolean ops whose operands are all constants."""
     result_type = _foldable_result(op)
     if result_type is None:
-        return no_match(op, "expected small static result of a numpy type")
+        return no_match(op, "expected constant operands and a small static numpy result")
     arrays = _integer_operands(op)
     if arrays is None:
         return no_match(op, "expected integer constant operands")
@@ -229,7 +237,7 @@ def fold_scalar_float_op(op: ir.Operation, rewriter: rewrite.PatternRewriter) ->
     """Evaluate a scalar float op (or a float-to-integer convert) of constant operands."""
     result_type = _foldable_result(op)
     if result_type is None or result_type.rank != 0:
-        return no_match(op, "expected a scalar result of a numpy type")
+        return no_match(op, "expected constant operands and a scalar numpy result")
     arrays = [constant_array(operand) for operand in op.operands]
     if any(a is None or a.ndim != 0 for a in arrays):
         return no_match(op, "expected scalar constant operands")
