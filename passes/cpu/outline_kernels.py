@@ -63,6 +63,15 @@ def _captured(nested: list[ir.Operation]) -> list[ir.Value]:
     return list(captured)
 
 
+def defined_functions(module: ir.Operation) -> list[ir.Operation]:
+    """The ``func.func`` ops of ``module`` that have a body."""
+    return [
+        op.operation
+        for op in module.regions[0].blocks[0].operations
+        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
+    ]
+
+
 @dataclass(frozen=True)
 class OutlineKernelsPass(Pass):
     """Outline the loop nests of every function; identical nests share a function."""
@@ -70,14 +79,8 @@ class OutlineKernelsPass(Pass):
     argument: ClassVar[str] = "shlo-outline-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        body = module.regions[0].blocks[0]
-        functions = [
-            op.operation
-            for op in body.operations
-            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
-        ]
         kernels: dict[str, str] = {}  # body text -> function name
-        for function in functions:
+        for function in defined_functions(module):
             glue = True
             for block in function.regions[0].blocks:
                 for op in list(block.operations):

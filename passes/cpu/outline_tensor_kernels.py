@@ -33,7 +33,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import defining_op
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.outline_kernels import outline
+from shlo.passes.cpu.outline_kernels import defined_functions, outline
 
 PREFIX = "shlo_tensor_kernel_"
 # Kernels: loop nests (shlo-fuse-rows' blocks of rows) and linalg ops with a body.
@@ -85,15 +85,9 @@ class OutlineTensorKernelsPass(Pass):
     argument: ClassVar[str] = "shlo-outline-tensor-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        body = module.regions[0].blocks[0]
-        functions = [
-            op.operation
-            for op in body.operations
-            if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
-        ]
         candidates = [
             op.operation
-            for function in functions
+            for function in defined_functions(module)
             for block in function.regions[0].blocks
             for op in block.operations
             if _is_kernel(op.operation)
