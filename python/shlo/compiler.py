@@ -7,7 +7,6 @@ the target (``shlo.backends``).
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from shlo import custom_calls, disk_cache
 from shlo._mlir_compat import ir
 from shlo.backends import Backend, CompiledFunction, backend_path, load_backend
 from shlo.diagnostics import ShloError
-from shlo.dtypes import mlir_element_type, numpy_dtype
+from shlo.dtypes import numpy_dtype, storage_element_type
 from shlo.frontend import EntrySignature, default_max_bytes, inspect_entry
 from shlo.io import existing_path, module_to_bytecode, names_a_file
 from shlo.ir_utils import tensor_type_text
@@ -62,11 +61,10 @@ class Executable:
         timeout: float | None = None,
         max_bytes: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
+        lowered: Any = None,
     ) -> None:
-        if cache_size < 1:
-            raise ValueError(f"cache_size must be at least 1, got {cache_size}")
-        if max_bytes is not None and max_bytes < 1:
-            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+        """``lowered``: the backend's code for a static entry, when the worker made it already."""
+        _check_limits(max_bytes, cache_size)
         self.entry = entry
         # (shape with None for dynamic sizes, element type) per parameter.
         self.params = params
@@ -89,7 +87,8 @@ class Executable:
         # A static entry has one function: calls skip the signature lookup.
         self._static: CompiledFunction | None = None
         if not self.is_dynamic:
-            self._static = self._load(tuple((tuple(s), t) for s, t in params))  # type: ignore[misc]
+            signature = tuple((tuple(s), t) for s, t in params)
+            self._static = self._load(signature, lowered)  # type: ignore[arg-type]
 
     @property
     def target(self) -> str:
@@ -169,10 +168,13 @@ class Executable:
             f"got {'x'.join(map(str, array.shape)) or 'scalar'}"
         )
 
-    def _load(self, signature: Signature) -> CompiledFunction:
+    def _load(self, signature: Signature, lowered: Any = None) -> CompiledFunction:
         with self._lock:
             if signature in self._compiled:
                 return self._compiled[signature]
+            if lowered is not None:
+                function = self._compiled[signature] = self._backend.load(lowered)
+                return function
             arg_types = [tensor_type_text(shape, t) for shape, t in signature]
             # Read here: the worker's environment is a copy from its start.
             max_bytes = self._max_bytes or default_max_bytes()
@@ -270,19 +272,6 @@ def _unchanged(path: str, contents: bytes | None) -> bool:
         return False
 
 
-# Quantized values travel as their storage integers: i8, u8, i16, ...
-# (with an optional storage range, as in u8<0:255>).
-_QUANTIZED = re.compile(r"^!quant\.(?:uniform|any|calibrated)<([iu])(\d+)")
-
-
-def _storage_element_type(element: str) -> str:
-    """The element type numpy passes: quantized values travel as their storage integers."""
-    quantized = _QUANTIZED.match(element)
-    if quantized:
-        return f"{'ui' if quantized.group(1) == 'u' else 'i'}{quantized.group(2)}"
-    return mlir_element_type(element)
-
-
 def _program(source: Source | bytearray) -> tuple[str | bytes, str]:
     """What the worker reads: a file's path, or the program's bytes; and its file name."""
     if names_a_file(source):
@@ -336,14 +325,28 @@ def compile(
         keywords = {"isolate": isolate, "pipeline": pipeline, "threads": threads, "arch": arch}
         limits = {"timeout": timeout, "max_bytes": max_bytes, "cache_size": cache_size}
         return shlo_jax.ExportedFunction(exported, target, **keywords, **limits)  # type: ignore[return-value]
+    _check_limits(max_bytes, cache_size)
     source, filename = _program(source)
-    signature = _inspect(source, entry, filename, isolate, timeout)
+    lowered = None
+    if isolate and disk_cache.cache_dir() is None:
+        # A static entry's code comes with its signature, from one request.
+        signature, lowered = shared_worker().call(
+            "inspect_and_lower",
+            timeout=timeout,
+            backend=backend,
+            source=source,
+            entry=entry,
+            filename=filename,
+            options=options,
+            max_bytes=max_bytes or default_max_bytes(),
+            custom_calls=custom_calls.user_registrations(),
+        )
+    else:
+        signature = _inspect(source, entry, filename, isolate, timeout)
     params = []
     for index, (shape, element) in enumerate(signature.params):
-        try:
-            storage = _storage_element_type(element)
-            numpy_dtype(storage)
-        except ValueError:
+        storage = storage_element_type(element)
+        if storage is None:
             raise ShloError(
                 f"argument {index} of @{entry} has element type {element}, "
                 "which numpy arrays cannot hold"
@@ -360,7 +363,15 @@ def compile(
         timeout=timeout,
         max_bytes=max_bytes,
         cache_size=cache_size,
+        lowered=lowered,
     )
+
+
+def _check_limits(max_bytes: int | None, cache_size: int) -> None:
+    if cache_size < 1:
+        raise ValueError(f"cache_size must be at least 1, got {cache_size}")
+    if max_bytes is not None and max_bytes < 1:
+        raise ValueError(f"max_bytes must be positive, got {max_bytes}")
 
 
 def emit(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import ml_dtypes
@@ -66,3 +67,24 @@ def mlir_element_type(dtype: Any) -> str:
     if resolved not in _MLIR_OF_NUMPY:
         raise ValueError(f"unsupported dtype {resolved.name}")
     return _MLIR_OF_NUMPY[resolved]
+
+
+# Quantized values travel as their storage integers: i8, u8, i16, ...
+# (with an optional storage range, as in u8<0:255>).
+_QUANTIZED = re.compile(r"^!quant\.(?:uniform|any|calibrated)<([iu])(\d+)")
+
+
+def storage_element_type(element: str) -> str | None:
+    """The element type numpy arrays pass for MLIR's ``element``; None if none can.
+
+    Quantized values travel as their storage integers.
+    """
+    quantized = _QUANTIZED.match(element)
+    if quantized:
+        element = f"{'ui' if quantized.group(1) == 'u' else 'i'}{quantized.group(2)}"
+    try:
+        storage = mlir_element_type(element)
+        numpy_dtype(storage)
+    except ValueError:
+        return None
+    return storage

@@ -153,7 +153,11 @@ def inspect_entry(
     source: bytes | str | ir.Module, entry: str, filename: str = "<module>"
 ) -> EntrySignature:
     """Parse ``source`` and read the parameters of ``entry`` (in the worker: parsing may crash)."""
-    module = load_module(source, filename=filename)
+    return inspect_module(load_module(source, filename=filename), entry, filename)
+
+
+def inspect_module(module: ir.Module, entry: str, filename: str = "<module>") -> EntrySignature:
+    """``inspect_entry`` of a parsed module."""
     inputs, _ = function_types(module, entry, filename)
     params: Params = []
     for index, type_ in enumerate(inputs):

@@ -411,3 +411,41 @@ def test_repeated_calls_reuse_their_buffers() -> None:
         np.testing.assert_array_equal(exe(x, w), want)
     # Blocks kept but never taken again would pile up to the cache's 512 MiB.
     assert _resident_bytes() - before < 64 << 20
+
+
+def _worker_tasks(monkeypatch) -> list[str]:
+    from shlo.isolation import shared_worker
+
+    tasks: list[str] = []
+    worker = shared_worker()
+    real_call = worker.call
+
+    def recording(task, *args, **kwargs):
+        tasks.append(task)
+        return real_call(task, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "call", recording)
+    return tasks
+
+
+def test_a_static_program_compiles_in_one_worker_request(monkeypatch):
+    tasks = _worker_tasks(monkeypatch)
+    exe = shlo.compile(MLP)
+    assert tasks == ["inspect_and_lower"]
+    for got, want in zip(exe(X, B), expected_mlp(X, B)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_dynamic_program_is_lowered_per_shape(monkeypatch):
+    tasks = _worker_tasks(monkeypatch)
+    exe = shlo.compile(DYNAMIC)
+    assert tasks == ["inspect_and_lower"]
+    np.testing.assert_allclose(exe(np.ones((3, 4), np.float32)), np.full((3, 4), np.e), rtol=1e-6)
+    assert tasks == ["inspect_and_lower", "lower"]
+
+
+def test_an_element_type_numpy_cannot_hold_is_named_before_lowering():
+    token = "tensor<4x!stablehlo.token>"
+    program = f"func.func @main(%a: {token}) -> {token} {{ return %a : {token} }}"
+    with pytest.raises(shlo.ShloError, match=r"!stablehlo.token, which numpy arrays cannot hold"):
+        shlo.compile(program)
