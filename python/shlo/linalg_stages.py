@@ -40,8 +40,6 @@ BUFFERIZE: tuple[str, ...] = (
     "shlo-lower-strided-copies",
 )
 
-# The host code's first steps to the LLVM dialect: the runtime's ABI, memory,
-# and the float types LLVM cannot compute in.
 # Arithmetic and math on floats of 16 bits and fewer, computed in f32.
 NARROW_FLOAT_EMULATION: tuple[str, ...] = (
     # bf16 too: LLVM's own bf16 arithmetic flushes subnormals on hosts with
@@ -52,6 +50,8 @@ NARROW_FLOAT_EMULATION: tuple[str, ...] = (
     "math-extend-to-supported-types{target-type=f32}",
 )
 
+# The host code's first steps to the LLVM dialect: the runtime's ABI, memory,
+# and the float types LLVM cannot compute in.
 HOST_TO_LLVM_START: tuple[str, ...] = (
     # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
     "shlo-pack-entry-arguments",
