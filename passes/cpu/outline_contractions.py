@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defining_op, ops_named
+from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.outline_kernels import outline
+from shlo.passes.cpu.outline_kernels import init_chain, outline
 
 PREFIX = "shlo_contraction_"
 # The ops the codegen recipes transform.
@@ -42,30 +42,6 @@ CONTRACTIONS = (
     "linalg.conv_2d_nhwc_hwcf",
     "linalg.depthwise_conv_2d_nhwc_hwc",
 )
-# Producers of the init copied in with it: a fill of a tensor.empty.
-_INIT_PRODUCERS = ("linalg.fill", "tensor.empty")
-
-
-def _init_chain(op: ir.Operation) -> list[ir.Operation]:
-    """The fill (and its tensor.empty) that only ``op`` uses, outermost first."""
-    chain: list[ir.Operation] = []
-    value = op.operands[len(op.operands) - 1]
-    while True:
-        producer = defining_op(value)
-        if producer is None:
-            return chain
-        uses = list(value.uses)
-        if (
-            producer.name not in _INIT_PRODUCERS
-            or producer.parent != op.parent
-            or len(uses) != 1
-            or len(producer.results) != 1
-        ):
-            return chain
-        chain.insert(0, producer)
-        if producer.name == "tensor.empty":
-            return chain
-        value = producer.operands[len(producer.operands) - 1]
 
 
 @dataclass(frozen=True)
@@ -80,4 +56,5 @@ class OutlineContractionsPass(Pass):
             parent = op.parent
             if parent is None or parent.name != "func.func" or len(op.results) != 1:
                 continue
-            outline(module, [*_init_chain(op), op], f"{PREFIX}{len(functions)}", functions)
+            chain = init_chain(op, op.operands[len(op.operands) - 1])
+            outline(module, [*chain, op], f"{PREFIX}{len(functions)}", functions)

@@ -63,6 +63,34 @@ def _captured(nested: list[ir.Operation]) -> list[ir.Value]:
     return list(captured)
 
 
+# Producers of an output copied in with the op writing it: a fill of a tensor.empty.
+_INIT_PRODUCERS = ("linalg.fill", "tensor.empty")
+
+
+def init_chain(op: ir.Operation, value: ir.Value) -> list[ir.Operation]:
+    """The fill (and its tensor.empty) of ``op``'s operand ``value`` that only ``op`` uses.
+
+    Outermost first; empty when another op also uses the operand.
+    """
+    chain: list[ir.Operation] = []
+    while True:
+        producer = defining_op(value)
+        if producer is None:
+            return chain
+        uses = list(value.uses)
+        if (
+            producer.name not in _INIT_PRODUCERS
+            or producer.parent != op.parent
+            or len(uses) != 1
+            or len(producer.results) != 1
+        ):
+            return chain
+        chain.insert(0, producer)
+        if producer.name == "tensor.empty":
+            return chain
+        value = producer.operands[len(producer.operands) - 1]
+
+
 def defined_functions(module: ir.Operation) -> list[ir.Operation]:
     """The ``func.func`` ops of ``module`` that have a body."""
     return [

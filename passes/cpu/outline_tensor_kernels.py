@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defining_op
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.outline_kernels import defined_functions, outline
+from shlo.passes.cpu.outline_kernels import defined_functions, init_chain, outline
 
 PREFIX = "shlo_tensor_kernel_"
 # Kernels: loop nests (shlo-fuse-rows' blocks of rows) and linalg ops with a body.
@@ -55,27 +54,8 @@ def _private_outputs(op: ir.Operation) -> list[ir.Operation]:
 
     Moved in with the kernel: the plan tiles a fill with its consumer's loops.
     """
-
-    def alone(value: ir.Value, name: str) -> ir.Operation | None:
-        producer = defining_op(value)
-        if (
-            producer is None
-            or producer.name != name
-            or producer.parent != op.parent
-            or len(list(value.uses)) != 1
-        ):
-            return None
-        return producer
-
-    chain: list[ir.Operation] = []
-    for operand in op.operands:
-        if (empty := alone(operand, "tensor.empty")) is not None:
-            chain.append(empty)
-        elif (fill := alone(operand, "linalg.fill")) is not None:
-            init = fill.operands[len(fill.operands) - 1]
-            if (empty := alone(init, "tensor.empty")) is not None:
-                chain += [empty, fill]
-    return chain
+    chains = [init_chain(op, operand) for operand in op.operands]
+    return [p for chain in chains if chain and chain[0].name == "tensor.empty" for p in chain]
 
 
 @dataclass(frozen=True)
