@@ -10,7 +10,9 @@ Each top-level ``scf.for`` or ``scf.forall`` of a function (the kernels
 after bufferization) becomes a private ``func.func`` whose arguments are the
 values the nest reads from outside (buffers, indices); constants are copied
 in, so loop bounds stay constants. Nests that print the same, up to the
-function's name, share one function.
+function's name, share one function. A kernel whose buffers all have
+static layouts, and that frees none of them, is marked ``llvm.bareptr``:
+each call passes a buffer as one pointer, not as a memref descriptor.
 
 A function left with no loops or other regions is glue (allocations, views
 and calls): it is marked ``noinline optnone`` for LLVM, which then neither
@@ -28,7 +30,7 @@ is ~24,000 LLVM instructions whose optimization took 0.8 s and bought nothing.
     call @shlo_kernel_0(%b) : (memref<8xf32>) -> ()
     return
   }
-  func.func private @shlo_kernel_0(%arg0: memref<8xf32>) { ... }
+  func.func private @shlo_kernel_0(%arg0: memref<8xf32>) attributes {llvm.bareptr} { ... }
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
 _LOOPS = ("scf.for", "scf.forall")
-# Ops copied into each kernel instead of passed in: constants keep bounds static.
-_COPIED = ("arith.constant", "ub.poison")
+# Ops copied into each kernel instead of passed in: constants keep bounds static,
+# and i1 vectors passed in registers crash x86 code generation ("Cannot emit
+# physreg copy instruction").
+_COPIED = ("arith.constant", "ub.poison", "vector.constant_mask")
 
 
 def _captured(nested: list[ir.Operation]) -> list[ir.Value]:
@@ -108,6 +112,7 @@ class OutlineKernelsPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         kernels: dict[str, str] = {}  # body text -> function name
+        callees: set[str] = set()
         for function in defined_functions(module):
             glue = True
             for block in function.regions[0].blocks:
@@ -115,13 +120,44 @@ class OutlineKernelsPass(Pass):
                     op = op.operation
                     if op.name in _LOOPS and not len(op.results):
                         name = f"{KERNEL_PREFIX}{len(kernels)}"
-                        outline(module, [op], name, kernels, noinline=True)
+                        call = outline(module, [op], name, kernels, noinline=True)
+                        callees.add(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
                     elif len(op.regions):
                         glue = False
             if glue:
                 function.attributes["llvm.passthrough"] = ir.ArrayAttr.get(
                     [ir.StringAttr.get("noinline"), ir.StringAttr.get("optnone")]
                 )
+        for function in defined_functions(module):
+            name = ir.StringAttr(function.attributes["sym_name"]).value
+            if name in callees and takes_bare_pointers(function):
+                function.attributes["llvm.bareptr"] = ir.UnitAttr.get()
+
+
+def _static_layout(memref: ir.MemRefType) -> bool:
+    """Whether a memref's shape, strides and offset are all known (a bare pointer suffices)."""
+    if not memref.has_static_shape:
+        return False
+    strides, offset = memref.get_strides_and_offset()
+    return not any(memref.is_dynamic_stride_or_offset(v) for v in (*strides, offset))
+
+
+def takes_bare_pointers(function: ir.Operation) -> bool:
+    """Whether the kernel may take each memref as its aligned pointer alone.
+
+    FuncToLLVM passes a memref to a function marked ``llvm.bareptr`` as one
+    pointer instead of its descriptor's 3 + 2 * rank values, which the
+    optnone glue would otherwise unpack at every call (GPT-2: 16,000 of its
+    21,500 LLVM ops). That needs a static layout, and the kernel must not
+    free an argument: it sees the aligned pointer as the allocated one.
+    """
+    for argument in function.regions[0].blocks[0].arguments:
+        type_ = argument.type
+        if isinstance(type_, ir.UnrankedMemRefType):
+            return False
+        if isinstance(type_, ir.MemRefType) and not _static_layout(type_):
+            return False
+    return not ops_named(function, "memref.dealloc")
 
 
 def _within(op: ir.Operation, roots: list[ir.Operation]) -> bool:

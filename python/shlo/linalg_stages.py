@@ -52,6 +52,8 @@ NARROW_FLOAT_EMULATION: tuple[str, ...] = (
 
 # The host code's first steps to the LLVM dialect: the runtime's ABI, memory,
 # and the float types LLVM cannot compute in.
+FINALIZE_MEMREF_TO_LLVM = "finalize-memref-to-llvm{use-generic-functions=true}"
+
 HOST_TO_LLVM_START: tuple[str, ...] = (
     # @main takes one pointer to its buffers' data pointers (the runtime's ABI).
     "shlo-pack-entry-arguments",
@@ -62,6 +64,6 @@ HOST_TO_LLVM_START: tuple[str, ...] = (
     "lower-affine",
     # Allocations call _mlir_memref_to_llvm_alloc & co., which each runtime
     # provides: checked malloc on the CPU, managed memory for CUDA.
-    "finalize-memref-to-llvm{use-generic-functions=true}",
+    FINALIZE_MEMREF_TO_LLVM,
     *NARROW_FLOAT_EMULATION,
 )

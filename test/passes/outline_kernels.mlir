@@ -32,9 +32,10 @@ func.func @main(%a: memref<64xf32>, %c: memref<64xf32>) {
   memref.dealloc %b : memref<64xf32>
   return
 }
+// Static layouts: the kernels take bare pointers.
 // CHECK-LABEL: func.func private @shlo_kernel_0
 // CHECK-SAME: (%[[IN:.+]]: memref<64xf32>, %[[OUT:.+]]: memref<64xf32>)
-// CHECK-SAME: attributes {llvm.passthrough = ["noinline"]}
+// CHECK-SAME: attributes {llvm.bareptr, llvm.passthrough = ["noinline"]}
 // CHECK-DAG: arith.constant 64 : index
 // CHECK: scf.for
 // CHECK: memref.load %[[IN]]
@@ -65,3 +66,40 @@ func.func @loop(%n: memref<i32>) {
   memref.store %end, %n[] : memref<i32>
   return
 }
+
+// -----
+
+// A view with a static offset still passes as a bare pointer; one with a
+// dynamic offset needs its descriptor, and so does a kernel that frees an
+// argument (the bare pointer would be freed as if it were the allocation).
+// CHECK-LABEL: func.func @views
+// CHECK: call @shlo_kernel_0(%{{.+}}) : (memref<4xf32, strided<[1], offset: 4>>) -> ()
+// CHECK: call @shlo_kernel_1(%{{.+}}) : (memref<4xf32, strided<[1], offset: ?>>) -> ()
+// CHECK: call @shlo_kernel_2(%{{.+}}) : (memref<8xf32>) -> ()
+func.func @views(%a: memref<8xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %static = memref.subview %a[4] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 4>>
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %zero, %static[%i] : memref<4xf32, strided<[1], offset: 4>>
+  }
+  %dynamic = memref.subview %a[%n] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %zero, %dynamic[%i] : memref<4xf32, strided<[1], offset: ?>>
+  }
+  %b = memref.alloc() : memref<8xf32>
+  scf.for %i = %c0 to %c1 step %c1 {
+    memref.dealloc %b : memref<8xf32>
+  }
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK-SAME: attributes {llvm.bareptr,
+// CHECK-LABEL: func.func private @shlo_kernel_1
+// CHECK-NOT: llvm.bareptr
+// CHECK-SAME: {
+// CHECK-LABEL: func.func private @shlo_kernel_2
+// CHECK-NOT: llvm.bareptr
+// CHECK-SAME: {
