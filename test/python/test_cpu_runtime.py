@@ -75,3 +75,37 @@ def test_a_failing_direct_link_falls_back_to_the_driver(object_code, monkeypatch
         driver,
     ]
     _run(object_code)
+
+
+# Runs a threaded program in a fresh process, where the OpenMP runtime starts;
+# KMP_SETTINGS=1 makes the runtime print its settings to stderr.
+THREADED = """
+import numpy as np, shlo
+exe = shlo.compile('''
+func.func @main(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
+  %e = stablehlo.exponential %x : tensor<256x1024xf32>
+  return %e : tensor<256x1024xf32>
+}''', threads=2, isolate=False)
+x = np.ones((256, 1024), np.float32)
+np.testing.assert_allclose(exe(x), np.exp(x), rtol=1e-6)
+"""
+
+
+@pytest.mark.parametrize(("environment", "expected"), [({}, "2"), ({"KMP_USE_YIELD": "1"}, "1")])
+def test_openmp_threads_yield_only_when_oversubscribed(environment, expected):
+    import os
+    import subprocess
+    import sys
+
+    if runtime.openmp_library() is None:
+        pytest.skip("intel-openmp is not installed")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KMP_")}
+    env.update(environment, KMP_SETTINGS="1")
+    ran = subprocess.run(
+        [sys.executable, "-c", THREADED], env=env, capture_output=True, text=True, check=True
+    )
+    settings = [
+        line.split("=")[1] for line in ran.stderr.split() if line.startswith("KMP_USE_YIELD=")
+    ]
+    # The last print is the one in force; the user's setting wins over shlo's default.
+    assert settings and settings[-1] == expected, ran.stderr[-2000:]
