@@ -30,6 +30,7 @@ _PASS_CLASSES = {
     "shlo-fold-tuples": "decompose.fold_tuples:FoldTuplesPass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",
+    "shlo-free-after-last-use": "linalg.free_after_last_use:FreeAfterLastUsePass",
     "shlo-fuse-rows": "cpu.fuse_rows:FuseRowsPass",
     "shlo-guard-integer-division": "frontend.guard_integer_division:GuardIntegerDivisionPass",
     "shlo-innermost-parallel-dim-first": "cuda.innermost_parallel_dim_first:InnermostParallelDimFirstPass",

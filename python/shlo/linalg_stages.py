@@ -20,6 +20,9 @@ ELEMENTWISE_FUSION: tuple[str, ...] = (
     "canonicalize",
 )
 
+# Frees every buffer at the end of the block that allocates it.
+DEALLOCATION = "buffer-deallocation-pipeline"
+
 # Arguments and results keep identity layouts so numpy arrays pass as they are;
 # results become out-parameters that the caller allocates, and static result
 # allocations are replaced by those parameters (no copy back).
@@ -34,7 +37,7 @@ BUFFERIZE: tuple[str, ...] = (
     "canonicalize",
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
     "canonicalize",
-    "buffer-deallocation-pipeline",
+    DEALLOCATION,
     # No runtime has memrefCopy: copies of strided views become linalg.copy
     # (loops on the CPU, kernels on a GPU).
     "shlo-lower-strided-copies",
