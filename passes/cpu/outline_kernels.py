@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defining_op, ops_named
+from shlo.ir_utils import VIEW_OPS, defining_op, ops_named
 from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
@@ -149,7 +149,8 @@ def takes_bare_pointers(function: ir.Operation) -> bool:
     pointer instead of its descriptor's 3 + 2 * rank values, which the
     optnone glue would otherwise unpack at every call (GPT-2: 16,000 of its
     21,500 LLVM ops). That needs a static layout, and the kernel must not
-    free an argument: it sees the aligned pointer as the allocated one.
+    free an argument: it sees the aligned pointer as the allocated one. Its
+    own buffers it may free.
     """
     for argument in function.regions[0].blocks[0].arguments:
         type_ = argument.type
@@ -157,7 +158,14 @@ def takes_bare_pointers(function: ir.Operation) -> bool:
             return False
         if isinstance(type_, ir.MemRefType) and not _static_layout(type_):
             return False
-    return not ops_named(function, "memref.dealloc")
+    arguments = set(function.regions[0].blocks[0].arguments)
+    for dealloc in ops_named(function, "memref.dealloc"):
+        buffer = dealloc.operands[0]
+        while (producer := defining_op(buffer)) is not None and producer.name in VIEW_OPS:
+            buffer = producer.operands[0]
+        if buffer in arguments:
+            return False
+    return True
 
 
 def _within(op: ir.Operation, roots: list[ir.Operation]) -> bool:

@@ -53,3 +53,14 @@ func.func @unit_outer_dimension(%a: memref<1x2x3xf32, strided<[100, 3, 1], offse
   memref.copy %a, %b : memref<1x2x3xf32, strided<[100, 3, 1], offset: 6>> to memref<1x2x3xf32>
   return
 }
+
+// -----
+
+// A tile written in place is copied onto itself: nothing to do.
+// CHECK-LABEL: func @self_copy
+func.func @self_copy(%a: memref<4x8xf32>) {
+  // CHECK-NOT: copy
+  %s = memref.subview %a[0, 0] [2, 2] [1, 1] : memref<4x8xf32> to memref<2x2xf32, strided<[8, 1]>>
+  memref.copy %s, %s : memref<2x2xf32, strided<[8, 1]>> to memref<2x2xf32, strided<[8, 1]>>
+  return
+}

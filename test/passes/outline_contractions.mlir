@@ -1,4 +1,4 @@
-// RUN: shlo-opt %s --pass-pipeline='builtin.module(shlo-outline-contractions)' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-outline-contractions)' | FileCheck %s
 
 // Two matmuls of the same shapes share one function, which takes the fill of
 // their init with it; a matmul of other shapes gets its own; a fill that
@@ -43,3 +43,43 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16x2xf32>)
 // CHECK-NOT: linalg.fill
 // CHECK: linalg.matmul {{.*}} outs(%[[INIT]] : tensor<4x2xf32>)
 // CHECK-NOT: func.func private @shlo_contraction_3
+
+// -----
+
+// A transpose that only the matmul reads goes into its function, tagged for
+// the recipe to compute block by block; one that something else also reads
+// stays.
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @transposed
+func.func @transposed(%a: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<8x16xf32>
+  %wt = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x8xf32>) outs(%et : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<8x16xf32>
+  %e0 = tensor.empty() : tensor<4x16xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: call @shlo_contraction_0(%{{.+}}, %{{.+}}) : (tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  %m0 = linalg.matmul ins(%a, %wt : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: %[[SHARED:.+]] = linalg.generic
+  // CHECK-NOT: shlo.fused_transpose
+  // CHECK: call @shlo_contraction_1(%{{.+}}, %[[SHARED]]) : (tensor<4x8xf32>, tensor<8x16xf32>)
+  %et1 = tensor.empty() : tensor<8x16xf32>
+  %wt1 = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x8xf32>) outs(%et1 : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<8x16xf32>
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %m1 = linalg.matmul ins(%a, %wt1 : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %m0, %m1, %wt1 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<8x16xf32>
+}
+// CHECK-LABEL: func.func private @shlo_contraction_0
+// CHECK-SAME: (%[[W:.+]]: tensor<16x8xf32>, %[[X:.+]]: tensor<4x8xf32>)
+// CHECK: %[[T:.+]] = linalg.generic {{.*}} ins(%[[W]] : tensor<16x8xf32>) {{.*}} attrs = {shlo.fused_transpose}
+// CHECK: linalg.matmul ins(%[[X]], %[[T]] : tensor<4x8xf32>, tensor<8x16xf32>)
+// CHECK-LABEL: func.func private @shlo_contraction_1
+// CHECK-NOT: shlo.fused_transpose
+// CHECK: linalg.matmul

@@ -103,3 +103,25 @@ func.func @views(%a: memref<8xf32>, %n: index) {
 // CHECK-LABEL: func.func private @shlo_kernel_2
 // CHECK-NOT: llvm.bareptr
 // CHECK-SAME: {
+
+// -----
+
+// A kernel that frees a buffer of its own still takes bare pointers.
+// CHECK-LABEL: func.func @own_buffer
+// CHECK: call @shlo_kernel_0(%{{.+}}) : (memref<8xf32>) -> ()
+func.func @own_buffer(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %t = memref.alloc() : memref<1xf32>
+    %v = memref.load %a[%i] : memref<8xf32>
+    memref.store %v, %t[%c0] : memref<1xf32>
+    %w = memref.load %t[%c0] : memref<1xf32>
+    memref.store %w, %a[%i] : memref<8xf32>
+    memref.dealloc %t : memref<1xf32>
+  }
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK-SAME: attributes {llvm.bareptr,

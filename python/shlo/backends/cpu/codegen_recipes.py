@@ -100,6 +100,10 @@ def _match_32_bit(matcher: str, op_name: str, loops: int, filled: bool = False) 
     )
 
 
+# Marks a transpose that feeds a contraction: the recipe computes it one
+# (k_tile x thread tile) block at a time, in cache, instead of all at once.
+FUSED_TRANSPOSE = "shlo.fused_transpose"
+
 # Marks the loops over partial tiles that peeling splits off.
 PARTIAL_TILES = "shlo.partial_tiles"
 
@@ -195,9 +199,22 @@ def _vectorize_contraction(
         f" : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n"
         if filled
         else "",
+        f'  %func = transform.get_parent_op %forall {{op_name = "func.func"}}'
+        f" : ({any_op}) -> {any_op}\n"
+        f"  %transposes = transform.structured.match attributes {{{FUSED_TRANSPOSE}}} in %func"
+        f" : ({any_op}) -> {any_op}\n"
+        f"  %tforall, %tcontainer = transform.structured.fuse_into_containing_op %transposes"
+        f" into %forall : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n",
         # The k loop outside: a (k_tile x nr) slice of the rhs stays in L1.
         f"  %ktile, %kloop = transform.structured.tile_using_for %tile"
         f" tile_sizes {sizes_text((*zeros, 0, 0, k_tile))} : ({any_op}) -> ({any_op}, {any_op})\n",
+        f"  %tk, %tkcontainer = transform.structured.fuse_into_containing_op %tforall"
+        f" into %kloop : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n"
+        # The fused transposes write slices of the whole transpose's empty
+        # tensor: each block gets a buffer of its own size (k_tile x tile).
+        f"  transform.apply_patterns to %func {{\n"
+        "    transform.apply_patterns.tensor.fold_tensor_empty\n"
+        f"  }} : {any_op}\n",
         f"  %reg, %loops:{batch + 3} = transform.structured.tile_using_for %ktile"
         f" tile_sizes {sizes_text(ones + register_tile + (1,))}"
         f" : ({any_op}) -> ({', '.join([any_op] * (batch + 4))})\n",
@@ -218,11 +235,20 @@ def _vectorize_contraction(
     return "".join(parts)
 
 
+# The (rows, columns) of a matmul's result that one thread computes at a time.
+MATMUL_THREAD_TILE = (256, 128)
+
 # f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers).
 _MATMUL_DEFINITIONS = "".join(
     _match_32_bit(f"match_{name}_32{suffix}", f"linalg.{name}", batch + 3, filled)
     + _vectorize_contraction(
-        f"vectorize_{name}{suffix}", f"linalg.{name}", batch, (256, 128), (8, 32), 256, filled
+        f"vectorize_{name}{suffix}",
+        f"linalg.{name}",
+        batch,
+        MATMUL_THREAD_TILE,
+        (8, 32),
+        256,
+        filled,
     )
     for name, batch in (("matmul", 0), ("batch_matmul", 1))
     for suffix, filled in (("_filled", True), ("", False))
