@@ -212,7 +212,7 @@ def _vectorize_contraction(
         f" into %kloop : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n"
         # The fused transposes write slices of the whole transpose's empty
         # tensor: each block gets a buffer of its own size (k_tile x tile).
-        f"  transform.apply_patterns to %func {{\n"
+        f"  transform.apply_patterns to %forall {{\n"
         "    transform.apply_patterns.tensor.fold_tensor_empty\n"
         f"  }} : {any_op}\n",
         f"  %reg, %loops:{batch + 3} = transform.structured.tile_using_for %ktile"
