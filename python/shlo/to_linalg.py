@@ -43,13 +43,18 @@ DECOMPOSITIONS: tuple[str, ...] = (
 )
 
 
+# Upstream's legalization; it makes invalid IR of some bad input, so a
+# backend verifies the module after it before running more passes.
+LEGALIZE_TO_LINALG = "stablehlo-legalize-to-linalg"
+
+
 def to_linalg_stage(target: str, decompositions: tuple[str, ...] = DECOMPOSITIONS) -> list[str]:
     """Pipeline elements from static StableHLO to linalg on tensors, checked for ``target``."""
     return [
         *decompositions,
         # Copies shared cheap producers into the fusions below (indexing maps).
         "shlo-fuse-elementwise-by-indexing",
-        "stablehlo-legalize-to-linalg",
+        LEGALIZE_TO_LINALG,
         # Before any fusion: all-parallel ops that read their init fuse wrongly.
         "shlo-parallel-inits-to-inputs",
         # Before code generation: name every op nothing above lowered.

@@ -375,3 +375,14 @@ def test_negative_chlo_broadcast_dimensions_are_refused_before_mlir_parses(capsy
     # Non-negative ones still parse.
     source.write_text(NEGATIVE_BROADCAST.replace("0, -1", "1"))
     assert opt(capsys, str(source))[0] == 0
+
+
+def test_invalid_ir_from_the_linalg_legalization_is_an_error() -> None:
+    # Found by the fuzzer: upstream's legalization turns a window of -2^63
+    # elements into an invalid tensor.empty, and the canonicalize after it
+    # crashed the worker (SIGSEGV). The module is verified after it.
+    program = Path(__file__).parent / "fuzz_regressions" / "negative_window.mlir"
+    with pytest.raises(ShloError) as error:
+        shlo.compile(str(program), entry="reduce_window")
+    assert str(error.value).startswith(f"{program}:3:9: error: ")
+    assert "crashed" not in str(error.value)
