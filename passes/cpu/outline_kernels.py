@@ -152,13 +152,13 @@ def takes_bare_pointers(function: ir.Operation) -> bool:
     free an argument: it sees the aligned pointer as the allocated one. Its
     own buffers it may free.
     """
-    for argument in function.regions[0].blocks[0].arguments:
+    arguments = set(function.regions[0].blocks[0].arguments)
+    for argument in arguments:
         type_ = argument.type
         if isinstance(type_, ir.UnrankedMemRefType):
             return False
         if isinstance(type_, ir.MemRefType) and not _static_layout(type_):
             return False
-    arguments = set(function.regions[0].blocks[0].arguments)
     for dealloc in ops_named(function, "memref.dealloc"):
         buffer = dealloc.operands[0]
         while (producer := defining_op(buffer)) is not None and producer.name in VIEW_OPS:

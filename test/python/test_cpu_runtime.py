@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from shlo._mlir_compat import ir, new_context
@@ -93,10 +97,6 @@ np.testing.assert_allclose(exe(x), np.exp(x), rtol=1e-6)
 
 @pytest.mark.parametrize(("environment", "expected"), [({}, "2"), ({"KMP_USE_YIELD": "1"}, "1")])
 def test_openmp_threads_yield_only_when_oversubscribed(environment, expected):
-    import os
-    import subprocess
-    import sys
-
     if runtime.openmp_library() is None:
         pytest.skip("intel-openmp is not installed")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KMP_")}
