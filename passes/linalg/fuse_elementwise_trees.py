@@ -26,7 +26,10 @@ that a ``linalg.generic`` would read more than once per element (a broadcast,
 a window, a contraction's operand) when the consumer has reduction loops or
 the producer is expensive (math functions, divisions, also in the producers
 upstream would fuse into it; reshapes between them are looked through):
-fused, it would be recomputed for every reread.
+fused, it would be recomputed for every reread. Before all this, a
+broadcast read by several generics gets a copy per reader (XLA duplicates
+broadcasts into every fusion too): upstream fuses only single-use producers,
+so layernorm's mean was written out at full size and read back twice.
 
   %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
       ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e0 : tensor<4xf32>) {
@@ -288,6 +291,59 @@ def fuse_tree(members: list[ir.Operation]) -> None:
         member.erase()
 
 
+def _is_broadcast(op: ir.Operation) -> bool:
+    """A linalg.generic that only copies its one input into a larger shape, in the same order."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    parts = linalg_generic_parts(op)
+    if len(parts.inputs) != 1 or not parts.all_parallel or not _is_identity(parts.output_maps[0]):
+        return False
+    body = list(op.regions[0].blocks[0].operations)
+    if len(body) != 1 or list(body[0].operands) != [parts.input_args[0]]:
+        return False
+    dims = []
+    for expr in parts.input_maps[0].results:
+        if isinstance(expr, ir.AffineDimExpr):
+            dims.append(expr.position)
+        elif not (isinstance(expr, ir.AffineConstantExpr) and expr.value == 0):
+            return False  # 0 indexes a dimension of size 1
+    return dims == sorted(set(dims))
+
+
+def duplicate_broadcasts(module: ir.Operation) -> None:
+    """Give each elementwise reader of a broadcast with several uses its own copy.
+
+    Upstream fuses only single-use producers, so a broadcast read twice (the
+    mean in a layernorm: by the variance and by the result) was written to
+    memory at full size and read back by both. A copy costs nothing once
+    fused: the reader indexes the broadcast's input instead. Only readers
+    that will fuse it get one (not contractions, which the fences keep).
+    """
+    for op in ops_named(module, "linalg.generic"):
+        if not _is_broadcast(op):
+            continue
+        uses = list(op.results[0].uses)
+        if len(uses) < 2:
+            continue
+        takers = []
+        for use in uses:
+            user = use.owner.operation
+            if user.name != "linalg.generic" or user.block != op.block:
+                continue
+            parts = linalg_generic_parts(user)
+            index = use.operand_number
+            if index >= len(parts.inputs):
+                continue
+            if parts.all_parallel or not rereads(user, parts.input_maps[index]):
+                takers.append((user, index))
+        # With every use a taker, the original serves the first.
+        if len(takers) == len(uses):
+            takers = takers[1:]
+        for user, index in takers:
+            copy = op.clone(ir.InsertionPoint(user))
+            user.operands[index] = copy.results[0]
+
+
 @dataclass(frozen=True)
 class FuseElementwiseTreesPass(Pass):
     """Fuse whole trees of single-use elementwise linalg ops at once, in linear time; fence the rest."""
@@ -295,6 +351,7 @@ class FuseElementwiseTreesPass(Pass):
     argument: ClassVar[str] = "shlo-fuse-elementwise-trees"
 
     def run(self, module: ir.Operation) -> None:
+        duplicate_broadcasts(module)
         trees: dict[ir.Operation, list[ir.Operation]] = {}
         root_of: dict[ir.Operation, ir.Operation] = {}
         # Block order is a topological order: producers come before their consumer.

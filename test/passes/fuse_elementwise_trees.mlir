@@ -208,3 +208,46 @@ func.func @expensive_through_cheap(%a: tensor<4xf32>) -> tensor<4x8xf32> {
   } -> tensor<4x8xf32>
   return %wide : tensor<4x8xf32>
 }
+
+// -----
+
+#m = affine_map<(d0, d1) -> (d0, d1)>
+#first = affine_map<(d0, d1) -> (d0, 0)>
+#row = affine_map<(d0, d1) -> (d0)>
+// A broadcast read by several generics gets a copy per reader that will fuse
+// it (a parallel op, here by this pass; a reduction reading it once per
+// element, by upstream), so none materializes it; other uses (here the
+// return) keep the original.
+// CHECK-LABEL: func @broadcast_copied_per_reader
+func.func @broadcast_copied_per_reader(%mean: tensor<4x1xf32>, %x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) {
+  %e48 = tensor.empty() : tensor<4x8xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  // CHECK: %[[ORIGINAL:.+]] = linalg.generic {{.*}} ins(%arg0 :
+  %wide = linalg.generic {indexing_maps = [#first, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%mean : tensor<4x1xf32>) outs(%e48 : tensor<4x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  // CHECK: %[[CENTERED:.+]] = linalg.generic {{.*}} ins(%arg0, %arg1 :
+  %centered = linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %wide : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e48 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8xf32>
+  // CHECK: %[[COPY:.+]] = linalg.generic {{.*}} ins(%arg0 :
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: linalg.yield
+  // CHECK-NEXT: }
+  // CHECK-NEXT: linalg.generic {{.*}} ins(%arg1, %[[COPY]] :
+  %var = linalg.generic {indexing_maps = [#m, #m, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %wide : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e4 : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %s = arith.mulf %d, %d : f32
+    %t = arith.addf %o, %s : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  // CHECK: return %[[CENTERED]], %{{.+}}, %[[ORIGINAL]]
+  return %centered, %var, %wide : tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>
+}
