@@ -51,20 +51,21 @@ _LOOPS = ("scf.for", "scf.forall")
 _COPIED = ("arith.constant", "ub.poison", "vector.constant_mask")
 
 
-def _captured(nested: list[ir.Operation]) -> list[ir.Value]:
-    """Values the nest uses but does not define, in first-use order."""
+def _captured(nested: list[ir.Operation]) -> dict[ir.Value, list[tuple[ir.Operation, int]]]:
+    """Values the nest uses but does not define, in first-use order, each with its uses
+    (op and operand number) there."""
     defined: set[ir.Value] = set()
     for op in nested:
         defined.update(op.results)
         for region in op.regions:
             for block in region.blocks:
                 defined.update(block.arguments)
-    captured: dict[ir.Value, None] = {}
+    captured: dict[ir.Value, list[tuple[ir.Operation, int]]] = {}
     for op in nested:
-        for operand in op.operands:
+        for index, operand in enumerate(op.operands):
             if operand not in defined:
-                captured[operand] = None
-    return list(captured)
+                captured.setdefault(operand, []).append((op, index))
+    return captured
 
 
 # Producers of an output copied in with the op writing it: a fill of a tensor.empty.
@@ -200,7 +201,8 @@ def outline(
     nested = [inner for op in ops for inner in ops_named(op)]
     captured = _captured(nested)
     copied = [v for v in captured if (d := defining_op(v)) is not None and d.name in _COPIED]
-    arguments = [v for v in captured if v not in copied]
+    copied_set = set(copied)
+    arguments = [v for v in captured if v not in copied_set]
     # Each result used after the ops, with those uses (the call's results replace them).
     outside_uses = {}
     for op in ops:
@@ -245,11 +247,9 @@ def outline(
     for op in ops:
         op.move_before(returned)
     # The ops' own operands, not every use: a constant may have thousands.
-    for op in nested:
-        for index, operand in enumerate(op.operands):
-            replacement = replacements.get(operand)
-            if replacement is not None:
-                op.operands[index] = replacement
+    for value, uses in captured.items():
+        for op, index in uses:
+            op.operands[index] = replacements[value]
     # Local scope: printing with the module's names would walk all of it.
     asm = function.get_asm(use_local_scope=True, assume_verified=True)
     text = re.sub(rf"@{name}\b", "@FUNCTION", asm)

@@ -293,13 +293,15 @@ def fuse_tree(members: list[ir.Operation]) -> None:
 
 def _is_broadcast(op: ir.Operation) -> bool:
     """A linalg.generic that only copies its one input into a larger shape, in the same order."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != 2:
+        return False
+    body = op.regions[0].blocks[0].operations
+    if len(body) != 1:
         return False
     parts = linalg_generic_parts(op)
-    if len(parts.inputs) != 1 or not parts.all_parallel or not _is_identity(parts.output_maps[0]):
+    if list(body[0].operands) != [parts.input_args[0]]:
         return False
-    body = list(op.regions[0].blocks[0].operations)
-    if len(body) != 1 or list(body[0].operands) != [parts.input_args[0]]:
+    if not parts.all_parallel or not _is_identity(parts.output_maps[0]):
         return False
     dims = []
     for expr in parts.input_maps[0].results:
