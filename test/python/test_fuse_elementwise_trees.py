@@ -7,6 +7,7 @@ import shlo
 from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.interpreter import interpret
 from shlo.ir_utils import ops_named
+from shlo.linalg_stages import ELEMENTWISE_FUSION
 
 
 def chain_program(n: int) -> str:
@@ -44,3 +45,60 @@ def test_fused_chain_matches_interpreter() -> None:
     got = shlo.compile(source, isolate=False)(*args)
     (want,) = interpret(source, "main", args)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+SHARED_BROADCAST = """
+func.func @main(%x: tensor<4x6x8xf32>, %m: tensor<4x8xf32>, %w: tensor<8x5xf32>)
+    -> (tensor<4x6x8xf32>, tensor<4x8xf32>, tensor<4x6xf32>, tensor<4x6x5xf32>) {
+  %b = stablehlo.broadcast_in_dim %m, dims = [0, 2] : (tensor<4x8xf32>) -> tensor<4x6x8xf32>
+  %d = stablehlo.subtract %x, %b : tensor<4x6x8xf32>
+  %sq = stablehlo.multiply %d, %d : tensor<4x6x8xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s1 = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [1]
+      : (tensor<4x6x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %e = stablehlo.multiply %b, %x : tensor<4x6x8xf32>
+  %s2 = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [2]
+      : (tensor<4x6x8xf32>, tensor<f32>) -> tensor<4x6xf32>
+  %mm = stablehlo.dot_general %b, %w, contracting_dims = [2] x [0]
+      : (tensor<4x6x8xf32>, tensor<8x5xf32>) -> tensor<4x6x5xf32>
+  %t = stablehlo.tanh %d : tensor<4x6x8xf32>
+  return %t, %s1, %s2, %mm : tensor<4x6x8xf32>, tensor<4x8xf32>, tensor<4x6xf32>, tensor<4x6x5xf32>
+}
+"""
+
+
+def _readers_of_full_size_broadcasts(module) -> list[str]:
+    """The ops reading a linalg.generic that only copies its input into a 4x6x8 result."""
+    readers = []
+    for op in ops_named(module.operation, "linalg.generic"):
+        body = list(op.regions[0].blocks[0].operations)
+        if (
+            len(body) == 1
+            and len(op.operands) == 2
+            and str(op.results[0].type) == "tensor<4x6x8xf32>"
+        ):
+            readers += [use.owner.operation.name for use in op.results[0].uses]
+    return readers
+
+
+def test_a_broadcast_read_by_several_ops_is_fused_into_each() -> None:
+    module = shlo.load_module(SHARED_BROADCAST)
+    shlo.run_pipeline(module, CpuPipeline().elements(through="legalize-to-linalg"))
+    readers = sorted(_readers_of_full_size_broadcasts(module))
+    assert readers == ["linalg.generic"] * 3 + ["tensor.collapse_shape"]
+    shlo.run_pipeline(module, list(ELEMENTWISE_FUSION))
+    # Only the contraction's operand (reshaped to a matmul's) is still written out.
+    assert _readers_of_full_size_broadcasts(module) == ["tensor.collapse_shape"]
+
+
+def test_a_shared_broadcast_matches_interpreter() -> None:
+    rng = np.random.default_rng(0)
+    args = [
+        rng.standard_normal((4, 6, 8)).astype(np.float32),
+        rng.standard_normal((4, 8)).astype(np.float32),
+        rng.standard_normal((8, 5)).astype(np.float32),
+    ]
+    got = shlo.compile(SHARED_BROADCAST, isolate=False)(*args)
+    want = interpret(SHARED_BROADCAST, "main", args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
