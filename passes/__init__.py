@@ -51,6 +51,7 @@ _PASS_CLASSES = {
     "shlo-lower-reduce-window-scan": "decompose.lower_reduce_window_scan:LowerReduceWindowScanPass",
     "shlo-lower-rng": "decompose.lower_rng:LowerRngPass",
     "shlo-lower-scatter": "decompose.lower_scatter:LowerScatterPass",
+    "shlo-lower-scalar-transfers": "cpu.lower_scalar_transfers:LowerScalarTransfersPass",
     "shlo-lower-select-and-scatter": "decompose.lower_select_and_scatter:LowerSelectAndScatterPass",
     "shlo-lower-sort": "decompose.lower_sort:LowerSortPass",
     "shlo-lower-strided-copies": "linalg.lower_strided_copies:LowerStridedCopiesPass",

@@ -244,3 +244,29 @@ def test_row_groups_run_one_block_of_rows_at_a_time(function, args, threads: int
 def test_row_groups_that_fit_in_the_cache_stay_separate_loop_nests() -> None:
     # 24 MB stay in the 32 MiB L3 between the nests: no loop over blocks of rows.
     assert "scf.forall" not in tensor_codegen_ir(softmax, floats(512, 4096), threads=1)
+
+
+# One element of a strided column, broadcast into two readers: each reads it
+# as a 0-d vector from a view with stride 2, which the LLVM conversion took
+# only with a unit stride ("Failure while creating the ExecutionEngine";
+# jax's random_gamma in StableHLO's conformance data).
+STRIDED_SCALAR = """
+func.func @main(%x: tensor<1x2xi32>, %y: tensor<3xi32>) -> (tensor<1x1xi32>, tensor<1x3xi32>) {
+  %a = stablehlo.slice %x [0:1, 1:2] : (tensor<1x2xi32>) -> tensor<1x1xi32>
+  %r = stablehlo.reshape %a : (tensor<1x1xi32>) -> tensor<1xi32>
+  %b = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<1xi32>) -> tensor<1x1xi32>
+  %k = stablehlo.constant dense<7> : tensor<1x1xi32>
+  %c = stablehlo.xor %b, %k : tensor<1x1xi32>
+  %by = stablehlo.broadcast_in_dim %y, dims = [1] : (tensor<3xi32>) -> tensor<1x3xi32>
+  %bb = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<1xi32>) -> tensor<1x3xi32>
+  %d = stablehlo.add %by, %bb : tensor<1x3xi32>
+  return %c, %d : tensor<1x1xi32>, tensor<1x3xi32>
+}
+"""
+
+
+def test_a_scalar_read_from_a_strided_column_compiles_and_matches_interpreter() -> None:
+    args = [np.array([[5, 9]], np.int32), np.array([1, 2, 3], np.int32)]
+    got = shlo.compile(STRIDED_SCALAR, isolate=False)(*args)
+    for actual, expected in zip(got, interpret(STRIDED_SCALAR, "main", args)):
+        np.testing.assert_array_equal(actual, expected)

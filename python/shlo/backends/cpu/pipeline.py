@@ -111,6 +111,9 @@ class CodegenStrategy:
             # n-D vector transfers become loops of 1-D vectors, as LLVM wants them.
             "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction})",
             "convert-vector-to-scf{full-unroll=true}",
+            # What that leaves and the LLVM conversion cannot take: 0-d
+            # transfers on strided views.
+            "shlo-lower-scalar-transfers",
             "func.func(lower-vector-mask)",
             "canonicalize",
         ]
