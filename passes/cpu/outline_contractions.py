@@ -39,7 +39,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.backends.cpu.codegen_recipes import FUSED_TRANSPOSE, MATMUL_THREAD_TILE
-from shlo.ir_utils import defining_op, linalg_generic_parts, ops_named
+from shlo.ir_utils import copy_parts, defining_op, ops_named
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.outline_kernels import init_chain, outline
 
@@ -59,13 +59,8 @@ _MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 def _is_transpose(op: ir.Operation) -> bool:
     """A linalg.generic that only copies its one input, permuting the dimensions."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
-        return False
-    parts = linalg_generic_parts(op)
-    if len(parts.inputs) != 1 or not parts.all_parallel:
-        return False
-    body = list(op.regions[0].blocks[0].operations)
-    if len(body) != 1 or body[0].operands[0] != parts.input_args[0]:
+    parts = copy_parts(op)
+    if parts is None:
         return False
     (input_map,), (output_map,) = parts.input_maps, parts.output_maps
     return input_map.is_permutation and output_map.is_permutation

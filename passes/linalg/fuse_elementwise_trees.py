@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import attribute_dict, defining_op, linalg_generic_parts, ops_named
+from shlo.ir_utils import attribute_dict, copy_parts, defining_op, linalg_generic_parts, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -293,15 +293,8 @@ def fuse_tree(members: list[ir.Operation]) -> None:
 
 def _is_broadcast(op: ir.Operation) -> bool:
     """A linalg.generic that only copies its one input into a larger shape, in the same order."""
-    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != 2:
-        return False
-    body = op.regions[0].blocks[0].operations
-    if len(body) != 1:
-        return False
-    parts = linalg_generic_parts(op)
-    if list(body[0].operands) != [parts.input_args[0]]:
-        return False
-    if not parts.all_parallel or not _is_identity(parts.output_maps[0]):
+    parts = copy_parts(op)
+    if parts is None or not _is_identity(parts.output_maps[0]):
         return False
     dims = []
     for expr in parts.input_maps[0].results:

@@ -180,6 +180,20 @@ def linalg_generic_parts(op: ir.Operation) -> GenericParts:
     )
 
 
+def copy_parts(op: ir.Operation) -> GenericParts | None:
+    """The parts of a linalg.generic that only copies its one input into its one result,
+    all loops parallel (a copy, broadcast or transpose, by its maps); None for other ops."""
+    if op.name != "linalg.generic" or len(op.results) != 1 or len(op.operands) != 2:
+        return None
+    body = op.regions[0].blocks[0].operations
+    if len(body) != 1:
+        return None
+    parts = linalg_generic_parts(op)
+    if list(body[0].operands) != [parts.input_args[0]] or not parts.all_parallel:
+        return None
+    return parts
+
+
 def attribute_dict(op: ir.Operation) -> dict[str, ir.Attribute]:
     """``op``'s attributes by name, to copy onto a rebuilt op."""
     return {
