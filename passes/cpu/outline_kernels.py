@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import VIEW_OPS, defining_op, ops_named
+from shlo.ir_utils import defining_op, ops_named, viewed_buffer
 from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
@@ -160,13 +160,8 @@ def takes_bare_pointers(function: ir.Operation) -> bool:
             return False
         if isinstance(type_, ir.MemRefType) and not _static_layout(type_):
             return False
-    for dealloc in ops_named(function, "memref.dealloc"):
-        buffer = dealloc.operands[0]
-        while (producer := defining_op(buffer)) is not None and producer.name in VIEW_OPS:
-            buffer = producer.operands[0]
-        if buffer in arguments:
-            return False
-    return True
+    deallocs = ops_named(function, "memref.dealloc")
+    return not any(viewed_buffer(dealloc.operands[0]) in arguments for dealloc in deallocs)
 
 
 def _within(op: ir.Operation, roots: list[ir.Operation]) -> bool:

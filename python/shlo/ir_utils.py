@@ -224,6 +224,13 @@ VIEW_OPS = frozenset(
 )
 
 
+def viewed_buffer(value: ir.Value) -> ir.Value:
+    """The buffer ``value`` is a view of, through any chain of VIEW_OPS (``value`` if none)."""
+    while (producer := defining_op(value)) is not None and producer.name in VIEW_OPS:
+        value = producer.operands[0]
+    return value
+
+
 def remap_operands(op: ir.Operation, mapping: dict[ir.Value, ir.Value]) -> None:
     """Replace the operands of ``op`` and of the ops nested in it that ``mapping`` renames
     (for a clone whose operands still name the original's values)."""

@@ -35,7 +35,7 @@ from shlo.backends.cuda.ptx import (
 )
 from shlo.diagnostics import ShloError
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import VIEW_OPS, ops_named
+from shlo.ir_utils import VIEW_OPS, defining_op, ops_named, viewed_buffer
 from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION, HOST_TO_LLVM_START
 from shlo.pipeline import run_pipeline
 
@@ -224,21 +224,13 @@ def kernels_of(kernel_module: ir.Operation) -> tuple[Kernel, ...]:
     return tuple(kernels)
 
 
-def _defining_op(value: ir.Value) -> ir.Operation | None:
-    # .operation: an OpView's .name may be an attribute (memref.get_global's symbol).
-    owner = value.owner
-    return owner.operation if isinstance(owner, ir.OpView | ir.Operation) else None
-
-
 def check_kernels_read_device_memory(module: ir.Module, filename: str = "") -> None:
     """Refuse kernel arguments in host-only memory (globals, stack): the device cannot read them."""
     for launch in _launches(module):
         for operand in launch.operands:
             if not isinstance(operand.type, ir.MemRefType):
                 continue
-            source = _defining_op(operand)
-            while source is not None and source.name in VIEW_OPS:
-                source = _defining_op(source.operands[0])
+            source = defining_op(viewed_buffer(operand))
             if source is not None and source.name in ("memref.get_global", "memref.alloca"):
                 raise error_at(
                     launch.location,
