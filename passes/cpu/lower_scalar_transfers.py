@@ -56,11 +56,10 @@ def lower_read(op: ir.Operation) -> None:
 
 
 def lower_write(op: ir.Operation) -> None:
-    vectors, buffers, indices, masks = _segments(op)
-    value, buffer = op.operands[0], op.operands[1]
-    if masks or op.results or not _needs_lowering(value.type, buffer.type):
-        return  # a write to a tensor has a result
-    operands = list(op.operands)
+    _, _, indices, masks = _segments(op)
+    value, buffer, *operands = op.operands
+    if masks or not _needs_lowering(value.type, buffer.type):
+        return
     with ir.InsertionPoint(op), op.location:
         scalar = create_value(
             "vector.extract",
@@ -68,9 +67,7 @@ def lower_write(op: ir.Operation) -> None:
             value.type.element_type,
             static_position=ir.DenseI64ArrayAttr.get([]),
         )
-        ir.Operation.create(
-            "memref.store", operands=[scalar, buffer, *operands[vectors + buffers :][:indices]]
-        )
+        ir.Operation.create("memref.store", operands=[scalar, buffer, *operands[:indices]])
     op.erase()
 
 
