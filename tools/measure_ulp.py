@@ -1,11 +1,13 @@
 """Measure the error, in ULPs, of shlo's f32 math functions against the correctly rounded result.
 
-Usage: python -m shlo.tools.measure_ulp [--functions exp,log,...] [--stride N] [--libm]
+Usage: python -m shlo.tools.measure_ulp [--functions exp,log,...] [--stride N] [--libm | --vectorized]
        python -m shlo.tools.measure_ulp --time N [--functions ...]
 
 Compiles ``math.<function>`` over a vector of f32 inputs with shlo (by
 default with ``shlo-approximate-math``; ``--libm`` measures the C library
-calls instead) and compares it with the float64 result of numpy or scipy,
+calls instead; ``--vectorized`` compiles with the default, vectorizing
+strategy, where the ops are on vectors and exp has a shorter path for vectors
+whose lanes are all moderate) and compares it with the float64 result of numpy or scipy,
 which is the exact value to about 1e-9 ULP. ``--stride 1`` (the default)
 runs every one of the 2^32 bit patterns; ``--stride N`` every N-th, plus the
 special values. Special values (NaN, infinities, signed zeros, overflow and
@@ -47,6 +49,9 @@ LIBM = CpuPipeline(
     )
 )
 
+# The default pipeline: vector codegen, then shlo-approximate-math on vectors.
+VECTORIZED = CpuPipeline()
+
 SPECIAL_VALUES = np.array(
     [
         *(np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0**-149, -(2.0**-149)),
@@ -78,8 +83,10 @@ func.func @main(%x: {type_}) -> {type_} {{
 """
 
 
-def compile_function(name: str, size: int, approximate: bool = True) -> shlo.Executable:
-    pipeline = APPROXIMATE if approximate else LIBM
+def compile_function(
+    name: str, size: int, approximate: bool = True, vectorized: bool = False
+) -> shlo.Executable:
+    pipeline = VECTORIZED if vectorized else APPROXIMATE if approximate else LIBM
     return shlo.compile(function_source(name, size), isolate=False, pipeline=pipeline)
 
 
@@ -126,8 +133,10 @@ class Worst:
             self.at, self.got, self.exact = float(x[index]), float(got[index]), float(exact[index])
 
 
-def measure(name: str, stride: int, chunk: int, approximate: bool) -> Worst:
-    function = compile_function(name, chunk, approximate)
+def measure(
+    name: str, stride: int, chunk: int, approximate: bool, vectorized: bool = False
+) -> Worst:
+    function = compile_function(name, chunk, approximate, vectorized)
     reference = REFERENCES[name]
     worst = Worst()
 
@@ -192,12 +201,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stride", type=int, default=1, help="measure every N-th bit pattern")
     parser.add_argument("--chunk", type=int, default=1 << 24, help="inputs per call")
     parser.add_argument("--libm", action="store_true", help="measure the C library calls instead")
+    parser.add_argument(
+        "--vectorized", action="store_true", help="measure the default, vectorized strategy"
+    )
     parser.add_argument("--time", type=int, metavar="N", help="time calls on N inputs instead")
     args = parser.parse_args(argv)
     names = args.functions.split(",")
     unknown = [name for name in names if name not in REFERENCES]
-    if unknown or args.stride < 1 or args.chunk < 1:
-        parser.error(f"expected functions among {', '.join(REFERENCES)} and positive sizes")
+    if unknown or args.stride < 1 or args.chunk < 1 or (args.libm and args.vectorized):
+        parser.error(
+            f"expected functions among {', '.join(REFERENCES)}, positive sizes, "
+            "and at most one of --libm and --vectorized"
+        )
     if args.time:
         time_functions(names, args.time)
         return 0
@@ -205,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     for name in names:
         start = time.perf_counter()
-        w = measure(name, args.stride, args.chunk, not args.libm)
+        w = measure(name, args.stride, args.chunk, not args.libm, args.vectorized)
         at, got = str(np.float32(w.at)), str(np.float32(w.got))
         share = f"{100 * w.misrounded / w.count:.2f}%"
         print(

@@ -17,7 +17,7 @@ func.func @exp_scalar(%x: f32) -> f32 {
 
 // -----
 
-// Vectors of any shape; no branches, every op on the whole vector.
+// Vectors of any shape; no branches (exp aside), every op on the whole vector.
 // CHECK-LABEL: func @vectors
 // CHECK-NOT: math.tanh
 // CHECK-NOT: math.log1p
@@ -32,6 +32,33 @@ func.func @vectors(%x: vector<16xf32>, %y: vector<2x8xf32>) -> (vector<16xf32>, 
   %0 = math.tanh %x : vector<16xf32>
   %1 = math.log1p %y : vector<2x8xf32>
   return %0, %1 : vector<16xf32>, vector<2x8xf32>
+}
+
+// -----
+
+// exp of a vector of 16 or more lanes: when every lane is in [-87, 88] a
+// shorter path (no clamp, 2^n in one factor); otherwise the general code.
+// Smaller vectors stay branch-free.
+// CHECK-LABEL: func @exp_vectors
+// CHECK-SAME: (%[[X:.+]]: vector<4x16xf32>, %[[Y:.+]]: vector<8xf32>)
+// CHECK: %[[LOW:.+]] = arith.cmpf oge, %[[X]], %{{.+}} : vector<4x16xf32>
+// CHECK: %[[HIGH:.+]] = arith.cmpf ole, %[[X]], %{{.+}} : vector<4x16xf32>
+// CHECK: %[[IN:.+]] = arith.andi %[[LOW]], %[[HIGH]] : vector<4x16xi1>
+// CHECK: %[[FLAT:.+]] = vector.shape_cast %[[IN]] : vector<4x16xi1> to vector<64xi1>
+// CHECK: %[[ALL:.+]] = vector.reduction <and>, %[[FLAT]] : vector<64xi1> into i1
+// CHECK: %[[EXP:.+]] = scf.if %[[ALL]] -> (vector<4x16xf32>) {
+// CHECK-NOT: arith.shrsi
+// CHECK: } else {
+// CHECK: arith.shrsi
+// CHECK: }
+// CHECK-NOT: scf.if
+// CHECK: arith.shrsi %{{.+}}, %{{.+}} : vector<8xi32>
+// CHECK-NOT: scf.if
+// CHECK: return %[[EXP]], %{{.+}} : vector<4x16xf32>, vector<8xf32>
+func.func @exp_vectors(%x: vector<4x16xf32>, %y: vector<8xf32>) -> (vector<4x16xf32>, vector<8xf32>) {
+  %0 = math.exp %x : vector<4x16xf32>
+  %1 = math.exp %y : vector<8xf32>
+  return %0, %1 : vector<4x16xf32>, vector<8xf32>
 }
 
 // -----

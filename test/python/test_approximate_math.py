@@ -13,7 +13,14 @@ from shlo.backends.cpu.runtime import LoadedFunction
 from shlo.frontend import FRONTEND
 from shlo.io import module_to_bytecode
 from shlo.pipeline import run_pipeline
-from shlo.tools.measure_ulp import APPROXIMATE, LIBM, REFERENCES, compile_function, ulp_errors
+from shlo.tools.measure_ulp import (
+    APPROXIMATE,
+    LIBM,
+    REFERENCES,
+    compile_function,
+    function_source,
+    ulp_errors,
+)
 
 NAN, INF, TINY = np.nan, np.inf, np.float32(2.0**-149)
 
@@ -95,6 +102,23 @@ def test_ulp_error_on_a_dense_sample(name: str) -> None:
     # The C library's answers differ: the approximation did run.
     libm = compile_function(name, x.size, approximate=False)(x)
     assert not same(got, libm).all()
+
+
+STAGES_TO_LOOPS = ("legalize-to-linalg", "tensor-codegen", "bufferize", "loop-codegen")
+
+
+def test_vectorized_exp_takes_the_short_path_and_agrees_with_the_scalar_code() -> None:
+    # Vectors whose lanes all lie in [-87, 88] skip the clamp and the scaling in
+    # two factors; the result must be the same bits as the general code's.
+    x = dense_sample()
+    vectorized = compile_function("exp", x.size, vectorized=True)
+    got = vectorized(x)
+    scalar = compile_function("exp", x.size)(x)
+    assert same(got, scalar).all()
+    module = shlo.load_module(function_source("exp", x.size))
+    stages = dict(CpuPipeline().stages())
+    run_pipeline(module, [e for name in STAGES_TO_LOOPS for e in stages[name]])
+    assert "vector.reduction <and>" in str(module)
 
 
 VECTOR_FUNCTION = """
