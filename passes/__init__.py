@@ -74,6 +74,7 @@ _PASS_CLASSES = {
     "shlo-unroll-replicas": "frontend.unroll_replicas:UnrollReplicasPass",
     "shlo-verify-static": "frontend.verify_static:VerifyStaticPass",
     "shlo-widen-small-float-converts": "decompose.widen_small_float_converts:WidenSmallFloatConvertsPass",
+    "shlo-write-over-dead-inputs": "linalg.write_over_dead_inputs:WriteOverDeadInputsPass",
     "shlo-widen-unsigned-quantized": "frontend.widen_unsigned_quantized:WidenUnsignedQuantizedPass",
 }
 

@@ -78,6 +78,9 @@ class CodegenStrategy:
                 f"shlo-fuse-rows{{threads={threads}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
+                # After fusion: an elementwise op's result takes the buffer of
+                # an input that dies there.
+                "shlo-write-over-dead-inputs",
                 # Each distinct kernel is planned and transformed once, in its
                 # own small function; inline puts the result back.
                 "shlo-outline-tensor-kernels",
