@@ -1,6 +1,6 @@
 """Measure the error, in ULPs, of shlo's f32 math functions against the correctly rounded result.
 
-Usage: python -m shlo.tools.measure_ulp [--functions exp,log,...] [--stride N] [--libm | --vectorized]
+Usage: python -m shlo.tools.measure_ulp [--functions exp,...] [--stride N] [--libm | --vectorized]
        python -m shlo.tools.measure_ulp --time N [--functions ...]
 
 Compiles ``math.<function>`` over a vector of f32 inputs with shlo (by

@@ -14,8 +14,10 @@ An all-parallel ``linalg.generic`` with one output, written into a
 - has the output's type and indexing map, a permutation, so each element is
   read once, where it is written;
 - is a fresh buffer: the result of ops that write into their init (linalg ops,
-  ``scf.forall``, ``scf.for``), back to a ``tensor.empty``, not a function
-  argument or a constant, which bufferization would copy first;
+  ``scf.forall``, ``scf.for``) and of reshapes of a value nothing else reads
+  (unless the op's result is returned: it would be copied into the caller's
+  buffer), back to a ``tensor.empty``, not a function argument or a constant, which
+  bufferization would copy first;
 - is made in the op's block (not outside a loop the op is in) and has no use
   after the op: every other user is before it in that block.
 
@@ -55,6 +57,8 @@ from shlo.pass_framework import Pass
 # Ops whose results are their inits, written: a result of one of these is a
 # fresh buffer when its init is.
 _DESTINATION_OPS = ("scf.forall", "scf.for")
+# Ops whose result is a view of their operand's buffer.
+_RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 def _init_of(value: ir.OpResult) -> ir.Value | None:
@@ -72,7 +76,7 @@ def _init_of(value: ir.OpResult) -> ir.Value | None:
     return None
 
 
-def _is_fresh(value: ir.Value) -> bool:
+def _is_fresh(value: ir.Value, through_reshapes: bool) -> bool:
     """Whether ``value`` is written into a ``tensor.empty`` through destination-style ops."""
     while True:
         op = defining_op(value)
@@ -80,6 +84,12 @@ def _is_fresh(value: ir.Value) -> bool:
             return False  # a function or block argument
         if op.name == "tensor.empty":
             return True
+        if op.name in _RESHAPES and through_reshapes:
+            # A view of its source (a matmul's [128, 768] product as [1, 128, 768]).
+            value = op.operands[0]
+            if len(list(value.uses)) != 1:
+                return False  # the source is read elsewhere too
+            continue
         init = _init_of(ir.OpResult(value))
         if init is None:
             return False
@@ -119,6 +129,9 @@ def write_over_dead_input(op: ir.Operation) -> bool:
     empty = defining_op(parts.outputs[0])
     if empty is None or empty.name != "tensor.empty":
         return False
+    # A returned result written into a view of another buffer could not be the
+    # caller's buffer (buffer-results-to-out-params): it would be copied there.
+    returned = any(use.owner.name == "func.return" for use in op.results[0].uses)
     output_type, output_map = parts.outputs[0].type, parts.output_map_attrs[0]
     if not parts.output_maps[0].is_permutation:
         return False  # each element written more than once: later reads see the result
@@ -128,7 +141,7 @@ def write_over_dead_input(op: ir.Operation) -> bool:
             for value, map_attr in zip(parts.inputs, parts.input_map_attrs)
             if value.type == output_type
             and map_attr == output_map
-            and _is_fresh(value)
+            and _is_fresh(value, through_reshapes=not returned)
             and _dies_at(value, op)
         ),
         None,

@@ -108,3 +108,53 @@ func.func @made_outside_a_loop(%x: tensor<8xf32>, %n: index) -> (tensor<8xf32>, 
   } -> tensor<8xf32>
   return %r, %z : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Through a reshape of a value nothing else reads (a matmul's product, then
+// its bias add) when the op's result is not returned; a returned result
+// written into a view would have to be copied into the caller's buffer.
+// CHECK-LABEL: func @through_reshapes
+// CHECK: %[[M:.+]] = linalg.generic
+// CHECK: %[[V:.+]] = tensor.expand_shape %[[M]]
+// CHECK: %[[A:.+]] = linalg.generic {{.+}} outs(%[[V]] : tensor<1x4x8xf32>)
+// CHECK: %[[N:.+]] = linalg.generic
+// CHECK: %[[W:.+]] = tensor.expand_shape %[[N]]
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<1x4x8xf32>
+// CHECK: linalg.generic {{.+}} ins(%[[A]], %[[W]] : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%[[E]] : tensor<1x4x8xf32>)
+func.func @through_reshapes(%x: tensor<4x8xf32>) -> tensor<1x4x8xf32> {
+  %empty = tensor.empty() : tensor<4x8xf32>
+  %m = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%empty : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %v = tensor.expand_shape %m [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e1 = tensor.empty() : tensor<1x4x8xf32>
+  %a = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v : tensor<1x4x8xf32>) outs(%e1 : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.negf %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x8xf32>
+  %empty2 = tensor.empty() : tensor<4x8xf32>
+  %n = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%empty2 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.sin %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %w = tensor.expand_shape %n [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
+  %e2 = tensor.empty() : tensor<1x4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%a, %w : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%e2 : tensor<1x4x8xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.addf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x4x8xf32>
+  return %r : tensor<1x4x8xf32>
+}

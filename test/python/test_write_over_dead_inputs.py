@@ -30,7 +30,9 @@ func.func @main(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
 # %e is also a result: it must keep its own buffer.
 READ_AFTER = SOFTMAX.replace(
     "-> tensor<64x256xf32> {", "-> (tensor<64x256xf32>, tensor<64x256xf32>) {"
-).replace("  return %r : tensor<64x256xf32>", "  return %r, %e : tensor<64x256xf32>, tensor<64x256xf32>")
+).replace(
+    "  return %r : tensor<64x256xf32>", "  return %r, %e : tensor<64x256xf32>, tensor<64x256xf32>"
+)
 
 # The last op reads %e twice, once transposed: writing over %e would read
 # elements it has already overwritten.
@@ -68,7 +70,9 @@ def test_softmax_writes_its_result_over_the_exponentials() -> None:
     assert (allocations, copies) == (before - 1, copies_before)
 
 
-@pytest.mark.parametrize("source", [SOFTMAX, READ_AFTER, TRANSPOSED], ids=["softmax", "read_after", "transposed"])
+@pytest.mark.parametrize(
+    "source", [SOFTMAX, READ_AFTER, TRANSPOSED], ids=["softmax", "read_after", "transposed"]
+)
 def test_results_match_the_interpreter(source: str) -> None:
     shape = (128, 128) if source is TRANSPOSED else (64, 256)
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
