@@ -158,3 +158,32 @@ func.func @through_reshapes(%x: tensor<4x8xf32>) -> tensor<1x4x8xf32> {
   } -> tensor<1x4x8xf32>
   return %r : tensor<1x4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// The body also reads the input at other indices (tensor.extract, as gathers
+// do): those elements may be written already.
+// CHECK-LABEL: func @read_elsewhere_in_the_body
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<8xf32>
+// CHECK: ins(%{{.+}} : tensor<8xf32>) outs(%[[E]] : tensor<8xf32>)
+func.func @read_elsewhere_in_the_body(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %c7 = arith.constant 7 : index
+  %empty = tensor.empty() : tensor<8xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%empty : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<8xf32>
+  %empty2 = tensor.empty() : tensor<8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%e : tensor<8xf32>) outs(%empty2 : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %last = tensor.extract %e[%c7] : tensor<8xf32>
+    %0 = arith.addf %in, %last : f32
+    linalg.yield %0 : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
