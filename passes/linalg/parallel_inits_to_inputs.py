@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, tensor
-from shlo.ir_utils import attribute_dict, linalg_generic_parts, ops_named
+from shlo.ir_utils import linalg_generic_parts, ops_named, rebuild_generic
 from shlo.pass_framework import Pass
 
 
@@ -58,35 +58,20 @@ def move_read_inits(op: ir.Operation) -> None:
                 init_type = ir.RankedTensorType(init.type)
                 init = tensor.empty(list(init_type.shape), init_type.element_type)
             fresh.append(init)
-        attributes = attribute_dict(op)
-        attributes["indexing_maps"] = ir.ArrayAttr.get(
-            parts.input_map_attrs
-            + [parts.output_map_attrs[i] for i in read]
-            + parts.output_map_attrs
-        )
-        attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
-            [len(parts.inputs) + len(read), len(parts.outputs)]
-        )
-        new = ir.Operation.create(
-            "linalg.generic",
-            results=[r.type for r in op.results],
-            operands=[*parts.inputs, *(parts.outputs[i] for i in read), *fresh],
-            attributes=attributes,
-            regions=1,
-        )
-    moved_args = [parts.output_args[i] for i in read]
-    new_block = new.regions[0].blocks.append(
-        *(a.type for a in [*parts.input_args, *moved_args, *parts.output_args])
+    rebuild_generic(
+        op,
+        [
+            *zip(parts.inputs, parts.input_map_attrs),
+            *((parts.outputs[i], parts.output_map_attrs[i]) for i in read),
+        ],
+        list(zip(fresh, parts.output_map_attrs)),
+        # The body reads each moved init through its new input argument.
+        [
+            *([arg] for arg in parts.input_args),
+            *([parts.output_args[i]] for i in read),
+            *([] for _ in fresh),
+        ],
     )
-    # The body reads each moved init through its new input argument.
-    for old, new_arg in zip([*parts.input_args, *moved_args], new_block.arguments):
-        old.replace_all_uses_with(new_arg)
-    for body_op in list(op.regions[0].blocks[0].operations):
-        body_op.detach_from_parent()
-        new_block.append(body_op)
-    for old_result, new_result in zip(op.results, new.results):
-        old_result.replace_all_uses_with(new_result)
-    op.erase()
 
 
 @dataclass(frozen=True)

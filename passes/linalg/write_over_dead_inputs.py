@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import attribute_dict, defining_op, linalg_generic_parts, ops_named
+from shlo.ir_utils import defining_op, linalg_generic_parts, ops_named, rebuild_generic
 from shlo.pass_framework import Pass
 
 # Ops whose results are their inits, written: a result of one of these is a
@@ -154,31 +154,12 @@ def write_over_dead_input(op: ir.Operation) -> bool:
     if any(parts.input_map_attrs[i] != output_map for i in moved):
         return False
     kept = [i for i in range(len(parts.inputs)) if i not in moved]
-    with op.location, ir.InsertionPoint(op):
-        attributes = attribute_dict(op)
-        attributes["indexing_maps"] = ir.ArrayAttr.get(
-            [parts.input_map_attrs[i] for i in kept] + [output_map]
-        )
-        attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(kept), 1])
-        new = ir.Operation.create(
-            "linalg.generic",
-            results=[output_type],
-            operands=[*(parts.inputs[i] for i in kept), chosen],
-            attributes=attributes,
-            regions=1,
-        )
-    block = new.regions[0].blocks.append(
-        *(parts.input_args[i].type for i in kept), parts.output_args[0].type
+    rebuild_generic(
+        op,
+        [(parts.inputs[i], parts.input_map_attrs[i]) for i in kept],
+        [(chosen, output_map)],
+        [*([parts.input_args[i]] for i in kept), [parts.input_args[i] for i in moved]],
     )
-    for i, argument in zip(kept, block.arguments):
-        parts.input_args[i].replace_all_uses_with(argument)
-    for i in moved:
-        parts.input_args[i].replace_all_uses_with(block.arguments[len(kept)])
-    for body_op in list(op.regions[0].blocks[0].operations):
-        body_op.detach_from_parent()
-        block.append(body_op)
-    op.results[0].replace_all_uses_with(new.results[0])
-    op.erase()
     if not list(empty.results[0].uses):
         empty.erase()
     return True

@@ -201,6 +201,43 @@ def attribute_dict(op: ir.Operation) -> dict[str, ir.Attribute]:
     }
 
 
+def rebuild_generic(
+    op: ir.Operation,
+    inputs: Sequence[tuple[ir.Value, ir.Attribute]],
+    outputs: Sequence[tuple[ir.Value, ir.Attribute]],
+    replaces: Sequence[Sequence[ir.Value]],
+) -> ir.Operation:
+    """``op``, a linalg.generic on tensors, rebuilt in its place with these (operand,
+    indexing map) inputs and outputs, its other attributes and its body; the new block's
+    i-th argument takes the place of the old block arguments ``replaces[i]`` (old
+    arguments not listed must be unused). ``op`` is erased; the new op is returned."""
+    operands = [value for value, _ in [*inputs, *outputs]]
+    attributes = attribute_dict(op)
+    attributes["indexing_maps"] = ir.ArrayAttr.get([m for _, m in [*inputs, *outputs]])
+    attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(inputs), len(outputs)])
+    with op.location, ir.InsertionPoint(op):
+        new = ir.Operation.create(
+            "linalg.generic",
+            results=[value.type for value, _ in outputs],
+            operands=operands,
+            attributes=attributes,
+            regions=1,
+        )
+    block = new.regions[0].blocks.append(
+        *(v.type.element_type if isinstance(v.type, ir.ShapedType) else v.type for v in operands)
+    )
+    for argument, old_arguments in zip(block.arguments, replaces, strict=True):
+        for old in old_arguments:
+            old.replace_all_uses_with(argument)
+    for body_op in list(op.regions[0].blocks[0].operations):
+        body_op.detach_from_parent()
+        block.append(body_op)
+    for old_result, new_result in zip(op.results, new.results, strict=True):
+        old_result.replace_all_uses_with(new_result)
+    op.erase()
+    return new
+
+
 def string_value(attribute: ir.Attribute) -> str:
     """A string attribute's text; bytes that are not UTF-8 become replacement characters.
 
