@@ -275,15 +275,13 @@ def approximate_exp_of_vector(b: _Builder, x: ir.Value) -> ir.Value:
         [b.cmpf(OGE, x, MODERATE_LOW), b.cmpf(OLE, x, MODERATE_HIGH)],
         b.i1,
     )
-    lanes = math.prod(ir.VectorType(x.type).shape)
-    flat_type = ir.VectorType.get([lanes], ir.IntegerType.get_signless(1))
-    if ir.VectorType(x.type).rank != 1:
+    i1 = ir.IntegerType.get_signless(1)
+    shape = ir.VectorType(x.type).shape
+    if len(shape) != 1:  # vector.reduction takes 1-D vectors
+        flat_type = ir.VectorType.get([math.prod(shape)], i1)
         in_range = create_value("vector.shape_cast", [in_range], flat_type)
     all_in_range = create_value(
-        "vector.reduction",
-        [in_range],
-        ir.IntegerType.get_signless(1),
-        kind=ir.Attribute.parse("#vector.kind<and>"),
+        "vector.reduction", [in_range], i1, kind=ir.Attribute.parse("#vector.kind<and>")
     )
     branch = scf.IfOp(all_in_range, [x.type], has_else=True)
     with ir.InsertionPoint(branch.then_block):

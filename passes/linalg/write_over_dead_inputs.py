@@ -129,12 +129,12 @@ def write_over_dead_input(op: ir.Operation) -> bool:
     empty = defining_op(parts.outputs[0])
     if empty is None or empty.name != "tensor.empty":
         return False
+    if not parts.output_maps[0].is_permutation:
+        return False  # each element written more than once: later reads see the result
+    output_type, output_map = parts.outputs[0].type, parts.output_map_attrs[0]
     # A returned result written into a view of another buffer could not be the
     # caller's buffer (buffer-results-to-out-params): it would be copied there.
     returned = any(use.owner.name == "func.return" for use in op.results[0].uses)
-    output_type, output_map = parts.outputs[0].type, parts.output_map_attrs[0]
-    if not parts.output_maps[0].is_permutation:
-        return False  # each element written more than once: later reads see the result
     chosen = next(
         (
             value
