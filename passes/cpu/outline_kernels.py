@@ -9,7 +9,10 @@ emits one function per fusion and compiles identical ones once.
 Each top-level ``scf.for`` or ``scf.forall`` of a function (the kernels
 after bufferization) becomes a private ``func.func`` whose arguments are the
 values the nest reads from outside (buffers, indices); constants are copied
-in, so loop bounds stay constants. Nests that print the same, up to the
+in, so loop bounds stay constants. So does each run of vector code outside
+loops: where one register tile covers a small matmul, its accumulator's
+read, k loop and write. Left in the glue, a tiny Flax BART's were 27,000 of
+its 46,000 LLVM ops, and its compile took 3.4 s instead of 2.6. Nests that print the same, up to the
 function's name, share one function. A kernel whose buffers all have
 static layouts, and that frees none of them, is marked ``llvm.bareptr``:
 each call passes a buffer as one pointer, not as a memref descriptor.
@@ -114,15 +117,38 @@ class OutlineKernelsPass(Pass):
     def run(self, module: ir.Operation) -> None:
         kernels: dict[str, str] = {}  # body text -> function name
         callees: set[str] = set()
+
+        def outline_kernel(ops: list[ir.Operation]) -> ir.Operation:
+            name = f"{KERNEL_PREFIX}{len(kernels)}"
+            call = outline(module, ops, name, kernels, noinline=True)
+            callees.add(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+            return call
+
         for function in defined_functions(module):
             glue = True
             for block in function.regions[0].blocks:
-                for op in list(block.operations):
-                    op = op.operation
+                run: list[ir.Operation] = []
+                # Frees inside a run, moved after it: a buffer's last use may
+                # be the k loop, with the accumulator's write still to come.
+                frees: list[ir.Operation] = []
+                for op in [*(op.operation for op in block.operations), None]:
+                    if op is not None and _joins_a_run(op):
+                        run.append(op)
+                        continue
+                    if op is not None and op.name == "memref.dealloc" and run:
+                        frees.append(op)
+                        continue
+                    if _worth_a_kernel(run):
+                        call = outline_kernel(run)
+                        for free in reversed(frees):
+                            free.move_after(call)
+                    elif any(len(member.regions) for member in run):
+                        glue = False
+                    run, frees = [], []
+                    if op is None:
+                        continue
                     if op.name in _LOOPS and not len(op.results):
-                        name = f"{KERNEL_PREFIX}{len(kernels)}"
-                        call = outline(module, [op], name, kernels, noinline=True)
-                        callees.add(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+                        outline_kernel([op])
                     elif len(op.regions):
                         glue = False
             if glue:
@@ -133,6 +159,52 @@ class OutlineKernelsPass(Pass):
             name = ir.StringAttr(function.attributes["sym_name"]).value
             if name in callees and takes_bare_pointers(function):
                 function.attributes["llvm.bareptr"] = ir.UnitAttr.get()
+
+
+def _joins_a_run(op: ir.Operation) -> bool:
+    """Whether a top-level op is computation that may share a kernel with its neighbours.
+
+    Vector, arith and math ops, scalar loads and stores, and ``scf.for`` loops
+    that carry values: what vectorization leaves outside loops when one tile
+    covers a whole op (a small matmul's accumulator read, k loop and write).
+    Constants stay out (kernels copy them in), and so do other regions
+    (``scf.while``, ``scf.if``), which hold glue of their own.
+    """
+    if op.name in _COPIED:
+        return False
+    if len(op.regions):
+        return op.name == "scf.for" and len(op.results) > 0
+    return op.name.split(".")[0] in ("vector", "arith", "math") or op.name in (
+        "memref.load",
+        "memref.store",
+    )
+
+
+def _worth_a_kernel(run: list[ir.Operation]) -> bool:
+    """Whether a run of top-level computation becomes a kernel: it holds a loop or a
+    vector, and passes no vector to or from the glue (vectors stay in registers;
+    i1 vectors passed in registers crash x86 code generation)."""
+    if not run:
+        return False
+    members = set(run)
+
+    def is_vector(value: ir.Value) -> bool:
+        return isinstance(value.type, ir.VectorType)
+
+    def from_outside(value: ir.Value) -> bool:
+        producer = defining_op(value)
+        return producer is None or (producer not in members and producer.name not in _COPIED)
+
+    computes = any(
+        len(op.regions) or any(is_vector(v) for v in (*op.operands, *op.results)) for op in run
+    )
+    vector_in = any(is_vector(v) and from_outside(v) for op in run for v in op.operands)
+    vector_out = any(
+        is_vector(result) and any(use.owner.operation not in members for use in result.uses)
+        for op in run
+        for result in op.results
+    )
+    return computes and not vector_in and not vector_out
 
 
 def _static_layout(memref: ir.MemRefType) -> bool:

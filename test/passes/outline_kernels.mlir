@@ -125,3 +125,60 @@ func.func @own_buffer(%a: memref<8xf32>) {
 }
 // CHECK-LABEL: func.func private @shlo_kernel_0
 // CHECK-SAME: attributes {llvm.bareptr,
+
+// -----
+
+// When one register tile covers a small matmul, vectorization leaves its
+// accumulator's read, k loop and write outside any loop nest: they become one
+// kernel, and a buffer freed between the loop and the write is freed after
+// the call. Scalar work without vectors or loops stays in the glue, and so
+// does a run that would hand a vector to it.
+// CHECK-LABEL: func.func @one_tile
+// CHECK-SAME: attributes {llvm.passthrough = ["noinline", "optnone"]}
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK: call @shlo_kernel_0(%{{.+}}, %{{.+}}, %[[A:.+]]) : (memref<8x16xf32>, memref<4x16xf32>, memref<8x4xf32>) -> ()
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NOT: vector.
+// CHECK: return
+func.func @one_tile(%acc: memref<8x16xf32>, %b: memref<4x16xf32>, %n: memref<i32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %pad = ub.poison : f32
+  %one = arith.constant 1 : i32
+  %count = memref.load %n[] : memref<i32>
+  %next = arith.addi %count, %one : i32
+  memref.store %next, %n[] : memref<i32>
+  %a = memref.alloc() : memref<8x4xf32>
+  %init = vector.transfer_read %acc[%c0, %c0], %pad {in_bounds = [true, true]} : memref<8x16xf32>, vector<8x16xf32>
+  %sum = scf.for %k = %c0 to %c4 step %c1 iter_args(%v = %init) -> (vector<8x16xf32>) {
+    %row = vector.transfer_read %b[%k, %c0], %pad {in_bounds = [true]} : memref<4x16xf32>, vector<16xf32>
+    %col = vector.transfer_read %a[%c0, %k], %pad {in_bounds = [true]} : memref<8x4xf32>, vector<8xf32>
+    %p = vector.outerproduct %col, %row, %v : vector<8xf32>, vector<16xf32>
+    scf.yield %p : vector<8x16xf32>
+  }
+  memref.dealloc %a : memref<8x4xf32>
+  vector.transfer_write %sum, %acc[%c0, %c0] {in_bounds = [true, true]} : vector<8x16xf32>, memref<8x16xf32>
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK: vector.transfer_read
+// CHECK: scf.for
+// CHECK: vector.outerproduct
+// CHECK: vector.transfer_write
+
+// -----
+
+// CHECK-LABEL: func.func @vector_to_glue
+// CHECK-NOT: call @shlo_kernel
+// CHECK: vector.transfer_read
+// CHECK: call @consume
+func.func private @consume(vector<8xf32>)
+func.func @vector_to_glue(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %pad = ub.poison : f32
+  %v = vector.transfer_read %a[%c0], %pad {in_bounds = [true]} : memref<8xf32>, vector<8xf32>
+  call @consume(%v) : (vector<8xf32>) -> ()
+  return
+}
