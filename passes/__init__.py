@@ -28,6 +28,7 @@ _PASS_CLASSES = {
     "shlo-expand-small-float-conversions": "cpu.expand_small_float_conversions:ExpandSmallFloatConversionsPass",
     "shlo-fix-elementwise-semantics": "frontend.fix_elementwise_semantics:FixElementwiseSemanticsPass",
     "shlo-fold-tuples": "decompose.fold_tuples:FoldTuplesPass",
+    "shlo-forward-scalar-buffers": "linalg.forward_scalar_buffers:ForwardScalarBuffersPass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",
     "shlo-free-after-last-use": "linalg.free_after_last_use:FreeAfterLastUsePass",

@@ -128,6 +128,8 @@ SCALAR_LOOPS = CodegenStrategy(
     tensor_passes=ELEMENTWISE_FUSION,
     loop_passes=(
         "func.func(convert-linalg-to-loops)",
+        # Region bodies on 0-d tensors left a malloc and free per element.
+        "shlo-forward-scalar-buffers",
         # Polynomials instead of a libm call per element, within 1.33 ULP
         # (docs/cpu.md); branch-free, so LLVM vectorizes the loops around them.
         "shlo-approximate-math",
