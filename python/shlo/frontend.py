@@ -174,9 +174,10 @@ def inspect_module(module: ir.Module, entry: str, filename: str = "<module>") ->
     return EntrySignature(module_to_bytecode(module), params)
 
 
-def _element_bytes(element: ir.Type) -> int:
+def element_bytes(element: ir.Type) -> int:
+    """Bytes one element of this type takes in memory."""
     if isinstance(element, ir.ComplexType):
-        return 2 * _element_bytes(element.element_type)
+        return 2 * element_bytes(element.element_type)
     if isinstance(element, (ir.IntegerType, ir.FloatType)):
         return max(1, math.ceil(element.width / 8))  # sub-byte values take a byte
     if isinstance(element, quant.QuantizedType):
@@ -188,7 +189,7 @@ def array_bytes(type_: ir.Type) -> int | None:
     """Bytes of a static tensor or memref type, None for other types."""
     if not isinstance(type_, (ir.RankedTensorType, ir.MemRefType)) or not type_.has_static_shape:
         return None
-    return math.prod(type_.shape) * _element_bytes(type_.element_type)
+    return math.prod(type_.shape) * element_bytes(type_.element_type)
 
 
 def check_array_sizes(

@@ -6,6 +6,7 @@ bad input, so callers outside tests run it through ``shlo.isolation``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,6 +17,7 @@ from shlo.dtypes import mlir_element_type, numpy_dtype
 from shlo.frontend import (
     check_array_sizes,
     default_max_bytes,
+    element_bytes,
     error_at,
     find_function,
     function_types,
@@ -103,19 +105,22 @@ def _reduce_window_error(op: ir.Operation) -> str | None:
     """Why the interpreter cannot run this reduce_window, or None when it can.
 
     The verifier accepts negative padding that trims more than the whole
-    input; the interpreter then aborts building the padded operand.
+    input; the interpreter then aborts building the padded operand. It also
+    aborts when that operand, dilated and padded, is too large to allocate
+    (base dilations of 2^31 on a 5-element input: 34 GB).
     """
     operand = ir.RankedTensorType(op.operands[0].type)
-    if "padding" not in op.attributes:
-        return None
-    attribute = ir.DenseIntElementsAttr(op.attributes["padding"])
-    # Splats come back as one element.
-    pads = np.broadcast_to(np.array(attribute), (operand.rank, 2)).tolist()
+    pads = [[0, 0]] * operand.rank
+    if "padding" in op.attributes:
+        attribute = ir.DenseIntElementsAttr(op.attributes["padding"])
+        # Splats come back as one element.
+        pads = np.broadcast_to(np.array(attribute), (operand.rank, 2)).tolist()
     bases = (
         list(ir.DenseI64ArrayAttr(op.attributes["base_dilations"]))
         if "base_dilations" in op.attributes
         else [1] * operand.rank
     )
+    padded_shape = []
     for dim, (size, base, (low, high)) in enumerate(zip(operand.shape, bases, pads)):
         padded = (size - 1) * base + 1 + low + high if size else low + high
         if padded < 0:
@@ -123,6 +128,15 @@ def _reduce_window_error(op: ir.Operation) -> str | None:
                 f"expected padding that leaves a non-negative padded size, got {padded} "
                 f"in dimension {dim}"
             )
+        padded_shape.append(padded)
+    size = math.prod(padded_shape) * element_bytes(operand.element_type)
+    max_bytes = default_max_bytes()
+    if size > max_bytes:
+        return (
+            f"the interpreter builds the dilated and padded operand, of shape {padded_shape} "
+            f"({size} bytes), more than the limit of {max_bytes} bytes (raise it with "
+            "SHLO_MAX_BYTES)"
+        )
     return None
 
 

@@ -302,6 +302,24 @@ def test_interpreter_rejects_padding_past_the_input(
         assert result.stdout == "result[0]: 0xf32=[]\n"
 
 
+def test_interpreter_rejects_a_padded_operand_past_the_memory_limit(tmp_path: Path) -> None:
+    # Found by the fuzzer (seed 7): base dilations of 2^31 on 5 elements made
+    # the interpreter allocate 34 GB and abort ("LLVM ERROR: out of memory").
+    program = write(
+        tmp_path,
+        "func.func @main(%x: tensor<5xf32>) -> tensor<4xf32> {\n"
+        "  %zero = stablehlo.constant dense<0.0> : tensor<f32>\n"
+        '  %0 = "stablehlo.reduce_window"(%x, %zero) <{base_dilations = array<i64: 2143289344>, '
+        f"window_dimensions = array<i64: 5>, window_strides = array<i64: 2143289344>}}> {REDUCTION} "
+        ": (tensor<5xf32>, tensor<f32>) -> tensor<4xf32>\n"
+        "  return %0 : tensor<4xf32>\n}\n",
+    )
+    result = shlo_run(program, "--input=5xf32=1", "--target=interpreter")
+    assert_located_error(
+        result, f"{program}:3:8", "dilated and padded operand, of shape [8573157377]"
+    )
+
+
 # Ops the reference interpreter aborts on (found by the 10,000-case fuzz run).
 NOT_INTERPRETED = {
     "rng": """func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {
