@@ -182,3 +182,56 @@ func.func @vector_to_glue(%a: memref<8xf32>) {
   call @consume(%v) : (vector<8xf32>) -> ()
   return
 }
+
+// -----
+
+// The loop nests in the body of a while loop (a decoding loop over a model)
+// and of a loop that carries a buffer become kernels, shared with the same
+// nest outside; the while loop itself stays in the function.
+// CHECK-LABEL: func.func @decode
+// CHECK-NOT: optnone
+// CHECK: call @shlo_kernel_0(%{{.+}})
+// CHECK: scf.while
+// CHECK: } do {
+// CHECK: call @shlo_kernel_0(%{{.+}})
+// CHECK: scf.for {{.+}} iter_args
+// CHECK: call @shlo_kernel_0(%{{.+}})
+// CHECK-NOT: scf.for %{{.+}} = %c0 to %c8
+// CHECK: return
+func.func @decode(%a: memref<8xf32>, %n: i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1 : i32
+  %two = arith.constant 2.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %a[%i] : memref<8xf32>
+  }
+  %start = arith.constant 0 : i32
+  %end = scf.while (%t = %start) : (i32) -> i32 {
+    %go = arith.cmpi slt, %t, %n : i32
+    scf.condition(%go) %t : i32
+  } do {
+  ^bb0(%t: i32):
+    scf.for %i = %c0 to %c8 step %c1 {
+      %x = memref.load %a[%i] : memref<8xf32>
+      %y = arith.mulf %x, %two : f32
+      memref.store %y, %a[%i] : memref<8xf32>
+    }
+    %next = arith.addi %t, %one : i32
+    scf.yield %next : i32
+  }
+  %last = scf.for %j = %c0 to %c1 step %c1 iter_args(%buffer = %a) -> (memref<8xf32>) {
+    scf.for %i = %c0 to %c8 step %c1 {
+      %x = memref.load %buffer[%i] : memref<8xf32>
+      %y = arith.mulf %x, %two : f32
+      memref.store %y, %buffer[%i] : memref<8xf32>
+    }
+    scf.yield %buffer : memref<8xf32>
+  }
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK-NOT: func.func private @shlo_kernel_1
