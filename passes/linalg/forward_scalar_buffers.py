@@ -57,16 +57,16 @@ def _is_one_element(type_: ir.Type) -> bool:
     )
 
 
-def _forward(alloc: ir.Operation, position: dict[ir.Operation, int]) -> bool:
-    """Replace ``alloc``'s loads by the values stored before them; False if it does not qualify."""
+def _forward(alloc: ir.Operation, position: dict[ir.Operation, int]) -> None:
+    """Replace ``alloc``'s loads by the values stored before them, if it qualifies."""
     buffer = alloc.results[0]
     users = [use.owner.operation for use in buffer.uses]
     for use in buffer.uses:
         user = use.owner.operation
         if user not in position or user.name not in _USERS:
-            return False
+            return
         if user.name == "memref.store" and use.operand_number != 1:
-            return False  # the buffer itself is the stored value
+            return  # the buffer itself is the stored value
     loads: list[tuple[ir.Operation, ir.Value]] = []
     stored: ir.Value | None = None
     for user in sorted(set(users), key=position.__getitem__):
@@ -74,14 +74,13 @@ def _forward(alloc: ir.Operation, position: dict[ir.Operation, int]) -> bool:
             stored = user.operands[0]
         elif user.name == "memref.load":
             if stored is None:
-                return False
+                return
             loads.append((user, stored))
     for load, value in loads:
         load.results[0].replace_all_uses_with(value)
     for user in set(users):
         user.erase()
     alloc.erase()
-    return True
 
 
 @dataclass(frozen=True)

@@ -129,12 +129,12 @@ def _reduce_window_error(op: ir.Operation) -> str | None:
                 f"in dimension {dim}"
             )
         padded_shape.append(padded)
-    size = math.prod(padded_shape) * element_bytes(operand.element_type)
+    padded_bytes = math.prod(padded_shape) * element_bytes(operand.element_type)
     max_bytes = default_max_bytes()
-    if size > max_bytes:
+    if padded_bytes > max_bytes:
         return (
             f"the interpreter builds the dilated and padded operand, of shape {padded_shape} "
-            f"({size} bytes), more than the limit of {max_bytes} bytes (raise it with "
+            f"({padded_bytes} bytes), more than the limit of {max_bytes} bytes (raise it with "
             "SHLO_MAX_BYTES)"
         )
     return None

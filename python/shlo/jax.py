@@ -12,6 +12,7 @@ jax is imported only by the functions here, never by ``import shlo``.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -267,17 +268,9 @@ class _HostDlpackImporter:
         return self._convert(capsule, self._device, None, None)
 
 
-_importer_state: dict[str, _HostDlpackImporter | None] = {}
-
-
+@functools.cache
 def _host_dlpack_importer() -> _HostDlpackImporter | None:
     """The direct importer when this jax has it and it agrees with the public path, else None."""
-    if "importer" not in _importer_state:
-        _importer_state["importer"] = _checked_importer()
-    return _importer_state["importer"]
-
-
-def _checked_importer() -> _HostDlpackImporter | None:
     import jax
     import jax.numpy as jnp
 
