@@ -164,6 +164,7 @@ class OutlineKernelsPass(Pass):
             return glue
 
         for function in defined_functions(module):
+            # A list, not a generator: every block is outlined, glue or not.
             glue = all([outline_in(block) for block in function.regions[0].blocks])
             if glue:
                 function.attributes["llvm.passthrough"] = ir.ArrayAttr.get(

@@ -59,14 +59,14 @@ def _is_one_element(type_: ir.Type) -> bool:
 
 def _forward(alloc: ir.Operation, position: dict[ir.Operation, int]) -> None:
     """Replace ``alloc``'s loads by the values stored before them, if it qualifies."""
-    buffer = alloc.results[0]
-    users = [use.owner.operation for use in buffer.uses]
-    for use in buffer.uses:
+    users: list[ir.Operation] = []
+    for use in alloc.results[0].uses:
         user = use.owner.operation
         if user not in position or user.name not in _USERS:
             return
         if user.name == "memref.store" and use.operand_number != 1:
             return  # the buffer itself is the stored value
+        users.append(user)
     loads: list[tuple[ir.Operation, ir.Value]] = []
     stored: ir.Value | None = None
     for user in sorted(set(users), key=position.__getitem__):
