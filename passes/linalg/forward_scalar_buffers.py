@@ -6,7 +6,9 @@ a heap buffer (``memref.alloc`` ... ``memref.dealloc``). Inside a loop nest
 that is a malloc and a free per element: the select and scatter bodies of a
 max-pool gradient (``stablehlo.select_and_scatter``) took 9 allocations per
 window element, ~30,000 per call of a small CNN's training step, and a
-quarter of its time went to the allocator and its lock.
+quarter of its time went to the allocator and its lock. Upstream's
+``promote-buffers-to-stack{max-alloc-size-in-bytes=16}`` then ``mem2reg``,
+in this pass's place, left that step at 1.50 ms a call against 0.63 ms.
 
 A buffer qualifies when it holds one element, every use is a
 ``memref.load``, a ``memref.store`` into it or a ``memref.dealloc``, and all
