@@ -17,9 +17,10 @@ of while loops, branches and loops that carry buffers are searched the same
 way: a decoding loop over a model (GPT-2 greedy search) left the whole model
 in ``@main``, 27,700 of its 36,800 LLVM ops, compiled apart from the same
 layers outside the loop. Nests that print the same, up to the
-function's name, share one function. A kernel whose buffers all have
-static layouts, and that frees none of them, is marked ``llvm.bareptr``:
-each call passes a buffer as one pointer, not as a memref descriptor.
+function's name, share one function. A private function (a kernel, or a
+function of shlo-outline-tensor-kernels) whose buffers all have static
+layouts, and that frees none of them, is marked ``llvm.bareptr``: each call
+passes a buffer as one pointer, not as a memref descriptor.
 
 A function left with no loops or other regions is glue (allocations, views
 and calls): it is marked ``noinline optnone`` for LLVM, which then neither
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defining_op, ops_named, viewed_buffer
+from shlo.ir_utils import defining_op, is_private, ops_named, viewed_buffer
 from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
@@ -120,13 +121,10 @@ class OutlineKernelsPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         kernels: dict[str, str] = {}  # body text -> function name
-        callees: set[str] = set()
 
         def outline_kernel(ops: list[ir.Operation]) -> ir.Operation:
             name = f"{KERNEL_PREFIX}{len(kernels)}"
-            call = outline(module, ops, name, kernels, noinline=True)
-            callees.add(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
-            return call
+            return outline(module, ops, name, kernels, noinline=True)
 
         def outline_in(block: ir.Block) -> bool:
             """Outline the kernels of ``block`` and of the regions of its control flow;
@@ -170,9 +168,10 @@ class OutlineKernelsPass(Pass):
                 function.attributes["llvm.passthrough"] = ir.ArrayAttr.get(
                     [ir.StringAttr.get("noinline"), ir.StringAttr.get("optnone")]
                 )
+        # The kernels, and the functions of shlo-outline-tensor-kernels, now
+        # glue: every private function has its callers here to convert too.
         for function in defined_functions(module):
-            name = ir.StringAttr(function.attributes["sym_name"]).value
-            if name in callees and takes_bare_pointers(function):
+            if is_private(function) and takes_bare_pointers(function):
                 function.attributes["llvm.bareptr"] = ir.UnitAttr.get()
 
 

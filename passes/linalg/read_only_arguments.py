@@ -1,10 +1,13 @@
-"""shlo-read-only-arguments: forbid bufferization from writing into function arguments.
+"""shlo-read-only-arguments: forbid bufferization from writing into the arguments of public functions.
 
 Ours because upstream is missing a default: ``one-shot-bufferize`` with
 ``bufferize-function-boundaries`` treats tensor arguments as writable, so an
 in-place update (``dynamic_update_slice``, ``scatter``) would overwrite the
-caller's numpy input. Marking every argument not writable makes
-bufferization copy first.
+caller's numpy input. Marking the arguments of public functions (the
+entry point) not writable makes bufferization copy first. Private functions
+keep writable arguments: bufferization sees their callers and copies an
+operand only where the caller still needs it, so a kernel function
+(shlo-outline-tensor-kernels) writes into the destination it is passed.
 
   func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32>
   ==>
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import is_private, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -38,11 +41,11 @@ def mark_read_only(function: ir.Operation) -> None:
 
 @dataclass(frozen=True)
 class ReadOnlyArgumentsPass(Pass):
-    """Mark every tensor argument of every function ``bufferization.writable = false``."""
+    """Mark every tensor argument of every public function ``bufferization.writable = false``."""
 
     argument: ClassVar[str] = "shlo-read-only-arguments"
 
     def run(self, module: ir.Operation) -> None:
         for function in ops_named(module, "func.func"):
-            if function.regions[0].blocks:
+            if function.regions[0].blocks and not is_private(function):
                 mark_read_only(function)

@@ -247,6 +247,13 @@ def string_value(attribute: ir.Attribute) -> str:
     return ir.StringAttr(attribute).value_bytes.decode(errors="replace")
 
 
+def is_private(function: ir.Operation) -> bool:
+    """Whether a ``func.func`` is private: only calls in its module reach it."""
+    if "sym_visibility" not in function.attributes:
+        return False
+    return ir.StringAttr(function.attributes["sym_visibility"]).value == "private"
+
+
 # Ops whose memref result is a view of their first operand's buffer.
 VIEW_OPS = frozenset(
     (

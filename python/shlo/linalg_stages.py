@@ -22,6 +22,9 @@ ELEMENTWISE_FUSION: tuple[str, ...] = (
 
 # Frees every buffer at the end of the block that allocates it.
 DEALLOCATION = "buffer-deallocation-pipeline"
+RESULTS_TO_OUT_PARAMS = (
+    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}"
+)
 
 # Arguments and results keep identity layouts so numpy arrays pass as they are;
 # results become out-parameters that the caller allocates, and static result
@@ -35,7 +38,7 @@ BUFFERIZE: tuple[str, ...] = (
     # Loops over tiles yield the buffer they write in place: folded, the
     # result is the allocation itself, which the next pass can hoist.
     "canonicalize",
-    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
+    RESULTS_TO_OUT_PARAMS,
     "canonicalize",
     DEALLOCATION,
     # No runtime has memrefCopy: copies of strided views become linalg.copy

@@ -235,3 +235,33 @@ func.func @decode(%a: memref<8xf32>, %n: i32) {
 }
 // CHECK-LABEL: func.func private @shlo_kernel_0
 // CHECK-NOT: func.func private @shlo_kernel_1
+
+// -----
+
+// A private function left glue (a kernel function of
+// shlo-outline-tensor-kernels) takes bare pointers too; the public entry
+// point keeps its memref descriptors.
+// CHECK-LABEL: func.func @calls_glue
+// CHECK-NOT: llvm.bareptr
+// CHECK: call @layer
+func.func @calls_glue(%a: memref<8xf32>, %b: memref<8xf32>) {
+  call @layer(%a, %b) : (memref<8xf32>, memref<8xf32>) -> ()
+  call @layer(%b, %a) : (memref<8xf32>, memref<8xf32>) -> ()
+  return
+}
+// CHECK-LABEL: func.func private @layer
+// CHECK-SAME: attributes {llvm.bareptr, llvm.passthrough = ["noinline", "optnone"]}
+// CHECK: call @shlo_kernel_0
+func.func private @layer(%in: memref<8xf32>, %out: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %in[%i] : memref<8xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %out[%i] : memref<8xf32>
+  }
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK-SAME: attributes {llvm.bareptr, llvm.passthrough = ["noinline"]}

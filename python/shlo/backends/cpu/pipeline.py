@@ -23,6 +23,7 @@ from shlo.linalg_stages import (
     FINALIZE_MEMREF_TO_LLVM,
     HOST_TO_LLVM_START,
     NARROW_FLOAT_EMULATION,
+    RESULTS_TO_OUT_PARAMS,
 )
 from shlo.to_linalg import DECOMPOSITIONS, to_linalg_stage
 
@@ -81,8 +82,8 @@ class CodegenStrategy:
                 # After fusion: an elementwise op's result takes the buffer of
                 # an input that dies there.
                 "shlo-write-over-dead-inputs",
-                # Each distinct kernel is planned and transformed once, in its
-                # own small function; inline puts the result back.
+                # Each distinct kernel is planned, transformed, bufferized and
+                # lowered to loops once, in its own small function.
                 "shlo-outline-tensor-kernels",
                 # Contractions no recipe took become generics that the plan
                 # vectorizes (after fusion, which must not fuse into them).
@@ -90,10 +91,8 @@ class CodegenStrategy:
                 f"shlo-plan-vector-codegen{{threads={threads}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
-                "inline{default-pipeline=}",
-                "symbol-dce",
-                # After inline: a vector written by one kernel and read by the
-                # next is forwarded, and its tensor needs no buffer.
+                # A vector written by one kernel and read by the next in the
+                # same function is forwarded, and its tensor needs no buffer.
                 "canonicalize",
             ]
         return stage
@@ -163,6 +162,10 @@ _BUFFERIZE = _replaced(
         # zoo's GPT-2 decoding loop, BART and CNN training step is the same
         # without one, and it took 40 ms of GPT-2's compile.
         DEALLOCATION: ("shlo-free-after-last-use", "cse"),
+        # A kernel function (shlo-outline-tensor-kernels) writes into the
+        # destination its caller passes and returns it: the caller uses its
+        # own buffer instead of an out-parameter and a copy.
+        RESULTS_TO_OUT_PARAMS: ("drop-equivalent-buffer-results", RESULTS_TO_OUT_PARAMS),
     },
 )
 
