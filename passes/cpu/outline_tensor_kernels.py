@@ -8,7 +8,7 @@ and ``transform-interpreter`` then tile and vectorize each distinct kernel
 once, in a small function, where a 12-layer transformer has every kernel
 twelve times (GPT-2: the interpreter's 0.30 s becomes 0.06 s), and the
 functions stay through bufferization and the loop passes, which also see
-each distinct kernel once (GPT-2's compile: 2.2 s -> 1.6 s).
+each distinct kernel once (GPT-2's compile: 2.3-2.5 s -> 1.6-1.8 s).
 
 The function takes the kernel's destinations as arguments, as the op does
 (destination-passing style): the caller's ``tensor.empty`` stays in the
