@@ -88,13 +88,8 @@ def _moved_in(op: ir.Operation) -> list[ir.Operation]:
     inputs = list(op.operands)[: len(op.operands) - len(op.results)]
     views = [p for operand in inputs for p in _view_chain(op, operand)]
     chains = [init_chain(op, operand) for operand in op.operands]
-    fills = [
-        p
-        for chain in chains
-        if chain and chain[0].name == "tensor.empty"
-        for p in chain
-        if p.name != "tensor.empty"
-    ]
+    # Each chain starts at its tensor.empty, which stays.
+    fills = [p for chain in chains if chain and chain[0].name == "tensor.empty" for p in chain[1:]]
     return [*views, *fills]
 
 

@@ -251,7 +251,7 @@ def is_private(function: ir.Operation) -> bool:
     """Whether a ``func.func`` is private: only calls in its module reach it."""
     if "sym_visibility" not in function.attributes:
         return False
-    return ir.StringAttr(function.attributes["sym_visibility"]).value == "private"
+    return string_value(function.attributes["sym_visibility"]) == "private"
 
 
 # Ops whose memref result is a view of their first operand's buffer.

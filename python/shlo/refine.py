@@ -12,7 +12,7 @@ from shlo._mlir_compat import ir, new_context
 from shlo.dtypes import mlir_element_type
 from shlo.frontend import error_at, symbol_name
 from shlo.io import load_module, module_to_bytecode
-from shlo.ir_utils import string_value, tensor_type_text
+from shlo.ir_utils import is_private, tensor_type_text
 from shlo.isolation import shared_worker
 from shlo.pipeline import run_pipeline
 
@@ -54,11 +54,10 @@ def refine_to_bytecode(
         ),
         None,
     )
-    if main is not None and "sym_visibility" in main.attributes:
-        if string_value(main.attributes["sym_visibility"]) == "private":
-            raise error_at(
-                main.location, "@main is private; the entry function must be public", filename
-            )
+    if main is not None and is_private(main):
+        raise error_at(
+            main.location, "@main is private; the entry function must be public", filename
+        )
     run_pipeline(module, [f"shlo-remove-dynamism{{types={','.join(types)}}}"], filename)
     return module_to_bytecode(module)
 
