@@ -107,6 +107,11 @@ FUSED_TRANSPOSE = "shlo.fused_transpose"
 # Marks the loops over partial tiles that peeling splits off.
 PARTIAL_TILES = "shlo.partial_tiles"
 
+# Marks a recipe's scf.forall over a contraction's thread tiles: after
+# bufferization, shlo-sequential-small-foralls runs those with too little
+# work on one thread.
+CONTRACTION_TILES = "shlo.contraction_tiles"
+
 
 def _peel(loop: str) -> str:
     """Split full tiles from the last partial one; nothing to do (a silenced failure) if none."""
@@ -195,6 +200,7 @@ def _vectorize_contraction(
         # scf.forall over output tiles: the threads.
         f"  %tile, %forall = transform.structured.tile_using_forall %op"
         f" tile_sizes {sizes_text(ones + thread_tile)} : ({any_op}) -> ({any_op}, {any_op})\n",
+        f'  transform.annotate %forall "{CONTRACTION_TILES}" : {any_op}\n',
         f"  %fused, %container = transform.structured.fuse_into_containing_op %fill into %forall"
         f" : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n"
         if filled
@@ -276,6 +282,7 @@ def _vectorize_conv_2d(
         f"transform.named_sequence @{action}(%op: {any_op} {{transform.consumed}}) {{\n"
         f"  %tile, %forall = transform.structured.tile_using_forall %op"
         f" tile_sizes [1, {thread_rows}] : ({any_op}) -> ({any_op}, {any_op})\n"
+        f'  transform.annotate %forall "{CONTRACTION_TILES}" : {any_op}\n'
         # n, oh, ow, oc, then the reductions kh, kw (and ic).
         f"  %reg, %loops:{loops} = transform.structured.tile_using_for %tile"
         f" tile_sizes [1, 1, {ow}, {oc}, {steps}]"

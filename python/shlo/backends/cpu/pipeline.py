@@ -105,7 +105,9 @@ class CodegenStrategy:
             # One function per distinct loop nest: LLVM compiles a repeated
             # layer once.
             "shlo-outline-kernels",
-            # Tiles split over threads: scf.forall -> scf.parallel -> OpenMP.
+            # Tiles split over threads: scf.forall -> scf.parallel -> OpenMP,
+            # but for loops with too little work for the threads.
+            *([f"shlo-sequential-small-foralls{{threads={threads}}}"] if threads > 1 else []),
             "scf-forall-to-parallel",
             *([f"convert-scf-to-openmp{{num-threads={threads}}}"] if threads > 1 else []),
             # Before scf-to-cf splits the memref.alloca_scope that OpenMP regions hold.
