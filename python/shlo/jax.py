@@ -238,6 +238,10 @@ def _to_jax(array: Any, importer: _HostDlpackImporter | None = None) -> Any:
                 return importer(array)
             except Exception:  # alignment or layout limits: the public path decides
                 pass
+        if array.dtype.kind not in "biufc":
+            # ml_dtypes' bfloat16 and float8 types, which numpy cannot export
+            # through DLPack: trying first took 20 us a result.
+            return jnp.asarray(array)
     try:
         return jnp.from_dlpack(array)
     except Exception:  # alignment, read-only or dtype limits of zero-copy import
