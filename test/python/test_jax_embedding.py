@@ -154,7 +154,22 @@ def test_results_reach_jax_without_a_copy() -> None:
     assert jnp.from_dlpack(result).unsafe_buffer_pointer() == result.ctypes.data
 
 
-def test_results_reach_jax_by_the_direct_dlpack_import(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def from_dlpack_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """The calls of jnp.from_dlpack during the test, recorded, not refused:
+    shlo.jax._to_jax catches an exception from it and copies instead."""
+    calls: list[tuple] = []
+    real_from_dlpack = jnp.from_dlpack
+
+    def recording_from_dlpack(*args, **kwargs):
+        calls.append(args)
+        return real_from_dlpack(*args, **kwargs)
+
+    monkeypatch.setattr(jnp, "from_dlpack", recording_from_dlpack)
+    return calls
+
+
+def test_results_reach_jax_by_the_direct_dlpack_import(from_dlpack_calls: list[tuple]) -> None:
     # jnp.from_dlpack spent ~20 us of Python per result; the pinned jax has the
     # jaxlib call it wraps, and shlo.jax uses that call directly.
     assert shlo.jax._host_dlpack_importer() is not None
@@ -166,17 +181,8 @@ def test_results_reach_jax_by_the_direct_dlpack_import(monkeypatch: pytest.Monke
     x = np.linspace(0, 2, 12, dtype=np.float32).reshape(3, 4)
     want = jax.jit(f)(x)
 
-    # Recorded, not raised: _to_jax would catch the exception and copy.
-    public_path_taken = []
-    real_from_dlpack = jnp.from_dlpack
-
-    def recording_from_dlpack(*args, **kwargs):
-        public_path_taken.append(args)
-        return real_from_dlpack(*args, **kwargs)
-
-    monkeypatch.setattr(jnp, "from_dlpack", recording_from_dlpack)
     got = jitted(x)
-    assert not public_path_taken
+    assert not from_dlpack_calls
     assert all(isinstance(leaf, jax.Array) for leaf in got)
     assert_tree_close(got, want)
     assert [g.dtype for g in got] == [w.dtype for w in want]
@@ -192,9 +198,7 @@ def test_results_reach_jax_by_the_direct_dlpack_import(monkeypatch: pytest.Monke
     np.testing.assert_allclose(np.asarray(shared), x * 2)
 
 
-def test_ml_dtypes_results_become_jax_arrays_without_dlpack(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_ml_dtypes_results_become_jax_arrays_without_dlpack(from_dlpack_calls: list[tuple]) -> None:
     # numpy cannot export bfloat16 or float8 through DLPack: trying it first
     # cost 20 us a result, so these results are copied into jax directly.
     def f(x):
@@ -204,16 +208,8 @@ def test_ml_dtypes_results_become_jax_arrays_without_dlpack(
     x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
     want = jax.jit(f)(x)
 
-    tried = []
-    real_from_dlpack = jnp.from_dlpack
-
-    def recording_from_dlpack(*args, **kwargs):
-        tried.append(args)
-        return real_from_dlpack(*args, **kwargs)
-
-    monkeypatch.setattr(jnp, "from_dlpack", recording_from_dlpack)
     got = jitted(x)
-    assert not tried
+    assert not from_dlpack_calls
     assert all(isinstance(leaf, jax.Array) for leaf in got)
     assert [g.dtype for g in got] == [w.dtype for w in want]
     for g, w in zip(got, want):
