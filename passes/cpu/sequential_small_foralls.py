@@ -32,9 +32,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir, scf
+from shlo._mlir_compat import arith, ir, scf
 from shlo.backends.cpu.codegen_recipes import CONTRACTION_TILES
-from shlo.ir_utils import defining_op, ops_named
+from shlo.ir_utils import constant_index, ops_named
 from shlo.pass_framework import Pass
 
 # Vector arithmetic lanes a thread must have for a parallel region to pay
@@ -45,21 +45,13 @@ from shlo.pass_framework import Pass
 MIN_LANES_PER_THREAD = 1 << 17
 
 
-def _constant_index(value: ir.Value) -> int | None:
-    op = defining_op(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    attribute = op.attributes["value"]
-    return ir.IntegerAttr(attribute).value if isinstance(attribute, ir.IntegerAttr) else None
-
-
 def _iterations(lower: int, upper: int, step: int) -> int:
     return max(0, -(-(upper - lower) // step))
 
 
 def _trip_count(loop: ir.Operation) -> int | None:
     """An scf.for's number of iterations, when its bounds and step are constants."""
-    lower, upper, step = (_constant_index(v) for v in list(loop.operands)[:3])
+    lower, upper, step = (constant_index(v) for v in list(loop.operands)[:3])
     if lower is None or upper is None or not step:
         return None
     return _iterations(lower, upper, step)
@@ -120,14 +112,7 @@ def _to_nested_loops(forall: ir.Operation, bounds: list[tuple[int, int, int]]) -
     with forall.location:
         for lower, upper, step in bounds:
             with insertion:
-                constants = [
-                    ir.Operation.create(
-                        "arith.constant",
-                        [index],
-                        attributes={"value": ir.IntegerAttr.get(index, n)},
-                    ).result
-                    for n in (lower, upper, step)
-                ]
+                constants = [arith.ConstantOp(index, n).result for n in (lower, upper, step)]
                 loop = scf.ForOp(*constants)
             with ir.InsertionPoint(loop.body):
                 terminator = scf.YieldOp([])

@@ -31,7 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir
-from shlo.ir_utils import create_value, ops_named
+from shlo.ir_utils import constant_index, create_value, ops_named
 from shlo.pass_framework import Pass, PassError
 
 _BINARY = {
@@ -205,14 +205,6 @@ class _Builder:
         return self.select(step, adjusted, quotient)
 
 
-def _constant_index(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
-        return None
-    attribute = owner.attributes["value"].maybe_downcast()
-    return attribute.value if isinstance(attribute, ir.IntegerAttr) else None
-
-
 def _inline_assuming(op: ir.Operation) -> None:
     """Move a shape.assuming region's ops before it; its results are what it yields."""
     body = op.regions[0].blocks[0]
@@ -342,7 +334,7 @@ def _cstr_broadcastable(op: ir.Operation, operands: list, b: _Builder) -> None:
 
 
 def _dim(op: ir.Operation, _: list, b: _Builder) -> ir.Value:
-    index = _constant_index(op.operands[1])
+    index = constant_index(op.operands[1])
     if index is None:
         raise PassError(op.location, "tensor.dim with a dimension that is not a constant")
     return b.dimension_size(op.operands[0], index)
@@ -355,7 +347,7 @@ def _from_elements(op: ir.Operation, operands: list, b: _Builder) -> ir.Value:
 
 
 def _extract(op: ir.Operation, operands: list, b: _Builder) -> ir.Value:
-    index = _constant_index(op.operands[1]) if len(op.operands) == 2 else None
+    index = constant_index(op.operands[1]) if len(op.operands) == 2 else None
     if index is None:
         raise PassError(op.location, "tensor.extract of a shape at an index that is not a constant")
     return b.element(operands[0], index)

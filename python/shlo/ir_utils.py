@@ -70,6 +70,15 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
 
 
+def constant_index(value: ir.Value) -> int | None:
+    """The integer an ``arith.constant`` (index or integer) defining ``value`` holds, else None."""
+    owner = defining_op(value)
+    if owner is None or owner.name != "arith.constant":
+        return None
+    attribute = owner.attributes["value"].maybe_downcast()
+    return attribute.value if isinstance(attribute, ir.IntegerAttr) else None
+
+
 def constant_array(value: ir.Value) -> np.ndarray | None:
     """The value of ``value`` when a stablehlo.constant of a numpy-representable type defines it."""
     owner = defining_op(value)
