@@ -102,6 +102,9 @@ class CodegenStrategy:
             return list(self.loop_passes)
         return [
             *self.loop_passes,
+            # A row divided by its sum or norm: one reciprocal and multiplies,
+            # as XLA does, within one float of the division.
+            "shlo-reciprocal-division",
             # One function per distinct loop nest: LLVM compiles a repeated
             # layer once.
             "shlo-outline-kernels",

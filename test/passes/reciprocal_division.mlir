@@ -1,0 +1,85 @@
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-reciprocal-division)' | FileCheck %s
+
+// A row divided by its sum, read as a 0-d vector: one reciprocal of the
+// sum, a multiply where it is normal and the division elsewhere.
+// CHECK-LABEL: func @divide_by_row_sum
+// CHECK-SAME: (%[[X:.+]]: vector<64xf32>, %[[SUM:.+]]: vector<f32>)
+// CHECK: %[[LANES:.+]] = vector.broadcast %[[SUM]] : vector<f32> to vector<64xf32>
+// CHECK: %[[S:.+]] = vector.extract %[[SUM]][] : f32 from vector<f32>
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[R:.+]] = arith.divf %[[ONE]], %[[S]] : f32
+// CHECK: %[[ABS:.+]] = math.absf %[[S]] : f32
+// CHECK: %[[LOW:.+]] = arith.constant 1.17549435E-38 : f32
+// CHECK: %[[ABOVE:.+]] = arith.cmpf oge, %[[ABS]], %[[LOW]] : f32
+// CHECK: %[[HIGH:.+]] = arith.constant 8.50705917E+37 : f32
+// CHECK: %[[BELOW:.+]] = arith.cmpf ole, %[[ABS]], %[[HIGH]] : f32
+// CHECK: %[[NORMAL:.+]] = arith.andi %[[ABOVE]], %[[BELOW]] : i1
+// CHECK: %[[Q:.+]] = scf.if %[[NORMAL]] -> (vector<64xf32>) {
+// CHECK-NEXT: %[[RS:.+]] = vector.broadcast %[[R]] : f32 to vector<64xf32>
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[X]], %[[RS]] : vector<64xf32>
+// CHECK-NEXT: scf.yield %[[P]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[D:.+]] = arith.divf %[[X]], %[[LANES]] : vector<64xf32>
+// CHECK-NEXT: scf.yield %[[D]]
+// CHECK: return %[[Q]]
+func.func @divide_by_row_sum(%x: vector<64xf32>, %sum: vector<f32>) -> vector<64xf32> {
+  %lanes = vector.broadcast %sum : vector<f32> to vector<64xf32>
+  %q = arith.divf %x, %lanes : vector<64xf32>
+  return %q : vector<64xf32>
+}
+
+// -----
+
+// A scalar broadcast to a 2-D vector takes the same path.
+// CHECK-LABEL: func @divide_by_scalar
+// CHECK: arith.divf %{{.+}}, %{{.+}} : f32
+// CHECK: scf.if
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<4x16xf32>
+func.func @divide_by_scalar(%x: vector<4x16xf32>, %s: f32) -> vector<4x16xf32> {
+  %lanes = vector.broadcast %s : f32 to vector<4x16xf32>
+  %q = arith.divf %x, %lanes : vector<4x16xf32>
+  return %q : vector<4x16xf32>
+}
+
+// -----
+
+// A constant divisor: its reciprocal rounded at compile time (1 / 768).
+// Zero, a subnormal and NaN keep their divisions.
+// CHECK-LABEL: func @divide_by_constants
+// CHECK: %[[R:.+]] = arith.constant dense<0.00130208337> : vector<16xf32>
+// CHECK: arith.mulf %{{.+}}, %[[R]] : vector<16xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK-NOT: arith.mulf
+func.func @divide_by_constants(%x: vector<16xf32>) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+  %c768 = arith.constant dense<768.0> : vector<16xf32>
+  %zero = arith.constant dense<0.0> : vector<16xf32>
+  %tiny = arith.constant dense<1.0e-40> : vector<16xf32>
+  %nan = arith.constant dense<0x7FC00000> : vector<16xf32>
+  %a = arith.divf %x, %c768 : vector<16xf32>
+  %b = arith.divf %x, %zero : vector<16xf32>
+  %c = arith.divf %x, %tiny : vector<16xf32>
+  %d = arith.divf %x, %nan : vector<16xf32>
+  return %a, %b, %c, %d : vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>
+}
+
+// -----
+
+// Divisors that vary by lane, f64 vectors and scalars keep their divisions.
+// CHECK-LABEL: func @kept
+// CHECK-NOT: scf.if
+// CHECK-NOT: arith.mulf
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<8xf64>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : f32
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+func.func @kept(%x: vector<16xf32>, %y: vector<16xf32>, %u: vector<8xf64>, %d: f64, %s: f32, %w: vector<2xf32>) -> (vector<16xf32>, vector<8xf64>, f32, vector<16xf32>) {
+  %a = arith.divf %x, %y : vector<16xf32>
+  %dd = vector.broadcast %d : f64 to vector<8xf64>
+  %b = arith.divf %u, %dd : vector<8xf64>
+  %c = arith.divf %s, %s : f32
+  %ww = vector.shuffle %w, %w [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1] : vector<2xf32>, vector<2xf32>
+  %e = arith.divf %x, %ww : vector<16xf32>
+  return %a, %b, %c, %e : vector<16xf32>, vector<8xf64>, f32, vector<16xf32>
+}
