@@ -43,6 +43,26 @@ func.func @divide_by_scalar(%x: vector<4x16xf32>, %s: f32) -> vector<4x16xf32> {
 
 // -----
 
+// A one-element vector broadcast: its element is the divisor. A 1x1 source
+// (rank 2) keeps its division.
+// CHECK-LABEL: func @divide_by_one_element
+// CHECK: %[[S:.+]] = vector.extract %{{.+}}[0] : f32 from vector<1xf32>
+// CHECK: arith.divf %{{.+}}, %[[S]] : f32
+// CHECK: scf.if
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK-NOT: scf.if
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<4x16xf32>
+func.func @divide_by_one_element(%x: vector<16xf32>, %one: vector<1xf32>, %y: vector<4x16xf32>, %square: vector<1x1xf32>) -> (vector<16xf32>, vector<4x16xf32>) {
+  %lanes = vector.broadcast %one : vector<1xf32> to vector<16xf32>
+  %q = arith.divf %x, %lanes : vector<16xf32>
+  %more = vector.broadcast %square : vector<1x1xf32> to vector<4x16xf32>
+  %p = arith.divf %y, %more : vector<4x16xf32>
+  return %q, %p : vector<16xf32>, vector<4x16xf32>
+}
+
+// -----
+
 // A constant divisor: its reciprocal rounded at compile time (1 / 768).
 // Zero, a subnormal and NaN keep their divisions.
 // CHECK-LABEL: func @divide_by_constants
