@@ -7,8 +7,9 @@ Softmax, attention and normalizations divide whole rows by one sum or norm,
 and a vector division costs several multiplies: on the bench's softmax the
 divide loop took a fifth of the time.
 
-For an ``arith.divf`` of an f32 vector by a ``vector.broadcast`` of one
-value ``b``, the pass computes ``r = 1 / b`` once per broadcast and
+For an ``arith.divf`` of an f32 vector of at least 32 lanes by a
+``vector.broadcast`` of one value ``b`` (on fewer lanes the reciprocal's
+own division saves nothing), the pass computes ``r = 1 / b`` once and
 multiplies by it when r is a normal number (2^-126 <= |b| <= 2^126). The
 result is then at most one float away from the correctly rounded quotient
 (on 150 million random pairs: 73% identical, the rest one float away),
@@ -33,6 +34,7 @@ their divisions.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -41,6 +43,9 @@ from shlo._mlir_compat import ir, scf
 from shlo.ir_utils import create_value, defining_op, ops_named
 from shlo.pass_framework import Pass
 
+# A shared divisor's reciprocal is itself a division: below two 16-lane
+# divisions (one zmm register each) it saves nothing.
+MIN_LANES = 32
 # |b| in [SMALLEST, LARGEST]: 1 / b is a normal f32, rounded once.
 SMALLEST = 2.0**-126
 LARGEST = 2.0**126
@@ -155,9 +160,11 @@ class ReciprocalDivisionPass(Pass):
                 constant = _splat_value(producer)
                 if constant is not None:
                     quotient = _by_constant_reciprocal(division, constant)
-                else:
+                elif math.prod(ir.VectorType(division.results[0].type).shape) >= MIN_LANES:
                     divisor = _shared_scalar(producer)
                     quotient = None if divisor is None else _by_shared_reciprocal(division, divisor)
+                else:
+                    quotient = None
             if quotient is None:
                 continue
             division.results[0].replace_all_uses_with(quotient)

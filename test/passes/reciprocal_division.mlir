@@ -44,21 +44,25 @@ func.func @divide_by_scalar(%x: vector<4x16xf32>, %s: f32) -> vector<4x16xf32> {
 // -----
 
 // A one-element vector broadcast: its element is the divisor. A 1x1 source
-// (rank 2) keeps its division.
+// (rank 2) keeps its division, and so does a vector of 16 lanes, where the
+// reciprocal's own division would save nothing.
 // CHECK-LABEL: func @divide_by_one_element
 // CHECK: %[[S:.+]] = vector.extract %{{.+}}[0] : f32 from vector<1xf32>
 // CHECK: arith.divf %{{.+}}, %[[S]] : f32
 // CHECK: scf.if
-// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<32xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<32xf32>
 // CHECK-NOT: scf.if
 // CHECK: arith.divf %{{.+}}, %{{.+}} : vector<4x16xf32>
-func.func @divide_by_one_element(%x: vector<16xf32>, %one: vector<1xf32>, %y: vector<4x16xf32>, %square: vector<1x1xf32>) -> (vector<16xf32>, vector<4x16xf32>) {
-  %lanes = vector.broadcast %one : vector<1xf32> to vector<16xf32>
-  %q = arith.divf %x, %lanes : vector<16xf32>
+// CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
+func.func @divide_by_one_element(%x: vector<32xf32>, %one: vector<1xf32>, %y: vector<4x16xf32>, %square: vector<1x1xf32>, %z: vector<16xf32>) -> (vector<32xf32>, vector<4x16xf32>, vector<16xf32>) {
+  %lanes = vector.broadcast %one : vector<1xf32> to vector<32xf32>
+  %q = arith.divf %x, %lanes : vector<32xf32>
   %more = vector.broadcast %square : vector<1x1xf32> to vector<4x16xf32>
   %p = arith.divf %y, %more : vector<4x16xf32>
-  return %q, %p : vector<16xf32>, vector<4x16xf32>
+  %few = vector.broadcast %one : vector<1xf32> to vector<16xf32>
+  %r = arith.divf %z, %few : vector<16xf32>
+  return %q, %p, %r : vector<32xf32>, vector<4x16xf32>, vector<16xf32>
 }
 
 // -----
