@@ -13,6 +13,9 @@ runs every one of the 2^32 bit patterns; ``--stride N`` every N-th, plus the
 special values. Special values (NaN, infinities, signed zeros, overflow and
 underflow) must match exactly: a mismatch is reported as an infinite error.
 ``--time N`` times N inputs instead, against the C library and jax.jit.
+``--division N`` measures N random quotients of rows divided by a shared
+divisor (``x / broadcast(b)``, which ``shlo-reciprocal-division`` computes
+with ``1 / b``) through the default pipeline, against the float64 quotient.
 """
 
 from __future__ import annotations
@@ -155,6 +158,45 @@ def measure(
     return worst
 
 
+# x / broadcast(b) over rows of DIVISION_COLUMNS lanes, as softmax divides by a row's sum.
+DIVISION_COLUMNS = 1024
+
+
+def division_source(rows: int) -> str:
+    shape = f"tensor<{rows}x{DIVISION_COLUMNS}xf32>"
+    return f"""
+func.func @main(%x: {shape}, %b: tensor<{rows}xf32>) -> {shape} {{
+  %lanes = stablehlo.broadcast_in_dim %b, dims = [0] : (tensor<{rows}xf32>) -> {shape}
+  %q = stablehlo.divide %x, %lanes : {shape}
+  return %q : {shape}
+}}
+"""
+
+
+def measure_division(count: int, chunk: int, seed: int = 0) -> Worst:
+    """Random normal numerators over divisors of every magnitude the reciprocal takes.
+
+    Divisors are random bit patterns in [2^-126, 2^126), where the pass
+    multiplies by ``1 / b``; numerators random normal bit patterns. Results
+    that overflow or become subnormal are compared like any others.
+    """
+    rows = max(chunk // DIVISION_COLUMNS, 1)
+    function = shlo.compile(division_source(rows), isolate=False, pipeline=VECTORIZED)
+    rng = np.random.default_rng(seed)
+    worst = Worst()
+    for _ in range(-(-count // (rows * DIVISION_COLUMNS))):
+        x_bits = rng.integers(0x00800000, 0x7F800000, (rows, DIVISION_COLUMNS), dtype=np.uint32)
+        x_bits |= rng.integers(0, 2, x_bits.shape, dtype=np.uint32) << 31
+        b_bits = rng.integers(0x00800000, 0x7E800000, rows, dtype=np.uint32)
+        b_bits |= rng.integers(0, 2, rows, dtype=np.uint32) << 31
+        x, b = x_bits.view(np.float32), b_bits.view(np.float32)
+        got = function(x, b)
+        with np.errstate(all="ignore"):
+            exact = x.astype(np.float64) / b.astype(np.float64)[:, None]
+        worst.update(x.ravel(), got.ravel(), exact.ravel())
+    return worst
+
+
 def best_time(function: Callable[[np.ndarray], object], x: np.ndarray, repeats: int = 5) -> float:
     function(x)
     times = []
@@ -205,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
         "--vectorized", action="store_true", help="measure the default, vectorized strategy"
     )
     parser.add_argument("--time", type=int, metavar="N", help="time calls on N inputs instead")
+    parser.add_argument(
+        "--division", type=int, metavar="N", help="measure N quotients by a shared divisor instead"
+    )
     args = parser.parse_args(argv)
     names = args.functions.split(",")
     unknown = [name for name in names if name not in REFERENCES]
@@ -215,6 +260,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.time:
         time_functions(names, args.time)
+        return 0
+    if args.division:
+        w = measure_division(args.division, args.chunk)
+        share = f"{100 * w.misrounded / w.count:.2f}%"
+        print(
+            f"x / broadcast(b): max error {w.ulps:.3f} ULP at x = {np.float32(w.at)} "
+            f"(got {np.float32(w.got)}, exact {w.exact:.9g}); {w.count} quotients, "
+            f"{share} not correctly rounded"
+        )
         return 0
     print("| function | max error (ULP) | at x | got | exact | inputs | not correctly rounded |")
     print("|---|---|---|---|---|---|---|")

@@ -11,14 +11,17 @@ For an ``arith.divf`` of an f32 vector of at least 32 lanes by a
 ``vector.broadcast`` of one value ``b`` (on fewer lanes the reciprocal's
 own division saves nothing), the pass computes ``r = 1 / b`` once and
 multiplies by it when r is a normal number (2^-126 <= |b| <= 2^126). The
-result is then at most one float away from the correctly rounded quotient
-(on 150 million random pairs: 73% identical, the rest one float away),
-and special numerators (NaN, infinities, signed zeros) give what division
-gives. Any other divisor (0, infinities, NaN, subnormals, the largest
-magnitudes) takes the division, so a reciprocal that would be infinite or
-subnormal is never used. A splat constant divisor in that range is
-replaced by its reciprocal at compile time. f64, f16, bf16 and scalars keep
-their divisions.
+product is within 1.5 ULP of the quotient (one float from the correctly
+rounded one; ``python -m shlo.tools.measure_ulp --division N``), and
+special numerators (NaN, infinities, signed zeros) give what division
+gives. Near the overflow threshold the product may round to infinity where
+the quotient rounds to the largest float, or the other way round, so a
+vector with a product at 3.4028235e38 or beyond is divided instead. Any
+other divisor (0, infinities, NaN, subnormals, the largest magnitudes)
+takes the division, so a reciprocal that would be infinite or subnormal is
+never used. A splat constant divisor in that range is replaced by its
+reciprocal at compile time, with the same overflow test. f64, f16, bf16
+and scalars keep their divisions.
 
   %q = arith.divf %x, %bb : vector<64xf32>        // %bb = vector.broadcast %b
   ==>
@@ -26,7 +29,9 @@ their divisions.
   %r = arith.divf %one, %b0 : f32
   %normal = ... 2^-126 <= |%b0| <= 2^126 ...
   %q = scf.if %normal -> (vector<64xf32>) {
-    scf.yield (arith.mulf %x, (vector.broadcast %r))
+    %p = arith.mulf %x, (vector.broadcast %r)
+    %huge = ... any lane of |%p| >= 3.4028235e38 ...
+    scf.yield (scf.if %huge { arith.divf %x, %bb } else { %p })
   } else {
     scf.yield (arith.divf %x, %bb)
   }
@@ -126,9 +131,49 @@ def _by_shared_reciprocal(division: ir.Operation, divisor: ir.Value) -> ir.Value
     branch = scf.IfOp(normal, [vector_type], has_else=True)
     with ir.InsertionPoint(branch.then_block):
         lanes = create_value("vector.broadcast", [reciprocal], vector_type)
-        scf.YieldOp([create_value("arith.mulf", [numerator, lanes], vector_type)])
+        scf.YieldOp([_product_or_quotient(numerator, lanes, broadcast)])
     with ir.InsertionPoint(branch.else_block):
         scf.YieldOp([create_value("arith.divf", [numerator, broadcast], vector_type)])
+    return branch.results[0]
+
+
+def _product_or_quotient(numerator: ir.Value, reciprocal: ir.Value, divisor: ir.Value) -> ir.Value:
+    """numerator * reciprocal, or numerator / divisor for a vector with a lane at the largest float.
+
+    Near the overflow threshold the product can round to infinity where the
+    quotient rounds to the largest float, or the other way round: any lane
+    of magnitude 3.4028235e38 or more (infinities too) sends the vector to
+    the division.
+    """
+    vector_type = numerator.type
+    product = create_value("arith.mulf", [numerator, reciprocal], vector_type)
+    i1 = ir.IntegerType.get_signless(1)
+    shape = ir.VectorType(vector_type).shape
+    largest = create_value(
+        "arith.constant",
+        [],
+        vector_type,
+        value=ir.DenseElementsAttr.get_splat(
+            vector_type, ir.FloatAttr.get(ir.F32Type.get(), float(np.finfo(np.float32).max))
+        ),
+    )
+    magnitude = create_value("math.absf", [product], vector_type)
+    huge = create_value(
+        "arith.cmpf",
+        [magnitude, largest],
+        ir.VectorType.get(shape, i1),
+        predicate=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), _OGE),
+    )
+    if len(shape) != 1:  # vector.reduction takes 1-D vectors
+        huge = create_value("vector.shape_cast", [huge], ir.VectorType.get([math.prod(shape)], i1))
+    any_huge = create_value(
+        "vector.reduction", [huge], i1, kind=ir.Attribute.parse("#vector.kind<or>")
+    )
+    branch = scf.IfOp(any_huge, [vector_type], has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        scf.YieldOp([create_value("arith.divf", [numerator, divisor], vector_type)])
+    with ir.InsertionPoint(branch.else_block):
+        scf.YieldOp([product])
     return branch.results[0]
 
 
@@ -142,7 +187,7 @@ def _by_constant_reciprocal(division: ir.Operation, value: float) -> ir.Value | 
         vector_type, ir.FloatAttr.get(ir.F32Type.get(), reciprocal)
     )
     lanes = create_value("arith.constant", [], vector_type, value=splat)
-    return create_value("arith.mulf", [division.operands[0], lanes], vector_type)
+    return _product_or_quotient(division.operands[0], lanes, division.operands[1])
 
 
 @dataclass(frozen=True)

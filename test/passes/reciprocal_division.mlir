@@ -1,7 +1,9 @@
 // RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-reciprocal-division)' | FileCheck %s
 
 // A row divided by its sum, read as a 0-d vector: one reciprocal of the
-// sum, a multiply where it is normal and the division elsewhere.
+// sum, a multiply where it is normal and the division elsewhere. A product
+// at or beyond the largest float (where it may have rounded to infinity
+// and the quotient not) sends the vector to the division too.
 // CHECK-LABEL: func @divide_by_row_sum
 // CHECK-SAME: (%[[X:.+]]: vector<64xf32>, %[[SUM:.+]]: vector<f32>)
 // CHECK: %[[LANES:.+]] = vector.broadcast %[[SUM]] : vector<f32> to vector<64xf32>
@@ -17,7 +19,17 @@
 // CHECK: %[[Q:.+]] = scf.if %[[NORMAL]] -> (vector<64xf32>) {
 // CHECK-NEXT: %[[RS:.+]] = vector.broadcast %[[R]] : f32 to vector<64xf32>
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[X]], %[[RS]] : vector<64xf32>
+// CHECK-NEXT: %[[MAX:.+]] = arith.constant dense<3.40282347E+38> : vector<64xf32>
+// CHECK-NEXT: %[[PABS:.+]] = math.absf %[[P]] : vector<64xf32>
+// CHECK-NEXT: %[[HUGE:.+]] = arith.cmpf oge, %[[PABS]], %[[MAX]] : vector<64xf32>
+// CHECK-NEXT: %[[ANY:.+]] = vector.reduction <or>, %[[HUGE]] : vector<64xi1> into i1
+// CHECK-NEXT: %[[CHECKED:.+]] = scf.if %[[ANY]] -> (vector<64xf32>) {
+// CHECK-NEXT: %[[D1:.+]] = arith.divf %[[X]], %[[LANES]] : vector<64xf32>
+// CHECK-NEXT: scf.yield %[[D1]]
+// CHECK-NEXT: } else {
 // CHECK-NEXT: scf.yield %[[P]]
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.yield %[[CHECKED]]
 // CHECK-NEXT: } else {
 // CHECK-NEXT: %[[D:.+]] = arith.divf %[[X]], %[[LANES]] : vector<64xf32>
 // CHECK-NEXT: scf.yield %[[D]]
@@ -30,11 +42,14 @@ func.func @divide_by_row_sum(%x: vector<64xf32>, %sum: vector<f32>) -> vector<64
 
 // -----
 
-// A scalar broadcast to a 2-D vector takes the same path.
+// A scalar broadcast to a 2-D vector takes the same path (its overflow
+// test flattened for the reduction).
 // CHECK-LABEL: func @divide_by_scalar
 // CHECK: arith.divf %{{.+}}, %{{.+}} : f32
 // CHECK: scf.if
 // CHECK: arith.mulf %{{.+}}, %{{.+}} : vector<4x16xf32>
+// CHECK: vector.shape_cast %{{.+}} : vector<4x16xi1> to vector<64xi1>
+// CHECK: vector.reduction <or>
 func.func @divide_by_scalar(%x: vector<4x16xf32>, %s: f32) -> vector<4x16xf32> {
   %lanes = vector.broadcast %s : f32 to vector<4x16xf32>
   %q = arith.divf %x, %lanes : vector<4x16xf32>
@@ -67,11 +82,18 @@ func.func @divide_by_one_element(%x: vector<32xf32>, %one: vector<1xf32>, %y: ve
 
 // -----
 
-// A constant divisor: its reciprocal rounded at compile time (1 / 768).
-// Zero, a subnormal and NaN keep their divisions.
+// A constant divisor: its reciprocal rounded at compile time (1 / 768),
+// with the same test for a product at the largest float. Zero, a subnormal
+// and NaN keep their divisions.
 // CHECK-LABEL: func @divide_by_constants
+// CHECK-SAME: (%[[X:.+]]: vector<16xf32>)
+// CHECK: %[[C768:.+]] = arith.constant dense<7.680000e+02> : vector<16xf32>
 // CHECK: %[[R:.+]] = arith.constant dense<0.00130208337> : vector<16xf32>
-// CHECK: arith.mulf %{{.+}}, %[[R]] : vector<16xf32>
+// CHECK: %[[P:.+]] = arith.mulf %[[X]], %[[R]] : vector<16xf32>
+// CHECK: vector.reduction <or>
+// CHECK: scf.if
+// CHECK-NEXT: arith.divf %[[X]], %[[C768]] : vector<16xf32>
+// CHECK: scf.yield %[[P]]
 // CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
 // CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>
 // CHECK: arith.divf %{{.+}}, %{{.+}} : vector<16xf32>

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import shlo
+from shlo.tools.measure_ulp import measure_division
 
 ROWS, COLUMNS = 24, 1024
 
@@ -19,6 +20,9 @@ func.func @main(%x: tensor<{ROWS}x{COLUMNS}xf32>, %s: tensor<{ROWS}xf32>) -> ten
 # largest floats) are divided by, exactly; the rest are multiplied by 1 / s.
 EXACT_DIVISORS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-45, 3e38, -1.7e38]
 RECIPROCAL_DIVISORS = [2.0**-126, -(2.0**126), 1.5, -3.7, 7.0, 1e-30, 6e37]
+# Quotients that round to the largest float while x * (1 / b) rounds to
+# infinity: (b, x) pairs found by a numpy search near the overflow threshold.
+OVERFLOW_EDGE = [(0.93969005, 3.1975994e38), (-0.7903067, 2.689274e38)]
 
 
 def _inputs() -> tuple[np.ndarray, np.ndarray]:
@@ -28,7 +32,10 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
     bits |= rng.integers(0, 2, (ROWS, COLUMNS), dtype=np.uint32) << 31
     x = bits.view(np.float32).copy()
     x[:, :8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38, -1.0]
-    s = np.array(EXACT_DIVISORS + RECIPROCAL_DIVISORS, np.float32)
+    edge_divisors = [b for b, _ in OVERFLOW_EDGE]
+    s = np.array(EXACT_DIVISORS + RECIPROCAL_DIVISORS + edge_divisors, np.float32)
+    for row, (_, numerator) in enumerate(OVERFLOW_EDGE, len(s) - len(OVERFLOW_EDGE)):
+        x[row, 8] = numerator
     random_rows = ROWS - len(s)
     s = np.concatenate([s, rng.uniform(-100.0, 100.0, random_rows).astype(np.float32)])
     return x, s
@@ -56,6 +63,7 @@ def test_rows_divided_by_a_shared_divisor_are_within_one_float_of_division() -> 
     reciprocal = got[exact_rows:]
     expected = want[exact_rows:]
     np.testing.assert_array_equal(np.isnan(reciprocal), np.isnan(expected))
+    # Near the overflow threshold too (the largest float, not an infinity).
     np.testing.assert_array_equal(np.isinf(reciprocal), np.isinf(expected))
     numbers = ~np.isnan(expected)
     np.testing.assert_array_equal(np.signbit(reciprocal[numbers]), np.signbit(expected[numbers]))
@@ -63,3 +71,11 @@ def test_rows_divided_by_a_shared_divisor_are_within_one_float_of_division() -> 
     assert apart.max() <= 1
     # And the reciprocal was used: about a quarter of the quotients differ.
     assert 0.1 < np.mean(apart == 1) < 0.5
+
+
+def test_measure_ulp_division_stays_within_one_and_a_half_ulp() -> None:
+    """The tool's random quotients (docs/cpu.md quotes its 151 million): 256K here."""
+    worst = measure_division(1 << 18, 1 << 16, seed=1)
+    assert worst.count == 1 << 18
+    assert worst.ulps < 1.5
+    assert 0 < worst.misrounded < worst.count // 2
