@@ -101,18 +101,20 @@ def _shared_scalar(op: ir.Operation | None) -> ir.Value | None:
 
 
 def _cmpf(predicate: int, a: ir.Value, b: ir.Value) -> ir.Value:
-    i64 = ir.IntegerType.get_signless(64)
-    return create_value(
-        "arith.cmpf",
-        [a, b],
-        ir.IntegerType.get_signless(1),
-        predicate=ir.IntegerAttr.get(i64, predicate),
-    )
+    """An i1, or a vector of i1 of a's shape."""
+    i1 = ir.IntegerType.get_signless(1)
+    type_ = ir.VectorType.get(ir.VectorType(a.type).shape, i1) if _is_f32_vector(a.type) else i1
+    predicate_attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)
+    return create_value("arith.cmpf", [a, b], type_, predicate=predicate_attr)
 
 
-def _f32(value: float) -> ir.Value:
-    f32 = ir.F32Type.get()
-    return create_value("arith.constant", [], f32, value=ir.FloatAttr.get(f32, value))
+def _f32(value: float, type_: ir.Type | None = None) -> ir.Value:
+    """An f32 constant, or a splat of it of the vector type ``type_``."""
+    scalar = ir.FloatAttr.get(ir.F32Type.get(), value)
+    if type_ is None:
+        return create_value("arith.constant", [], scalar.type, value=scalar)
+    splat = ir.DenseElementsAttr.get_splat(type_, scalar)
+    return create_value("arith.constant", [], type_, value=splat)
 
 
 def _by_shared_reciprocal(division: ir.Operation, divisor: ir.Value) -> ir.Value:
@@ -147,23 +149,10 @@ def _product_or_quotient(numerator: ir.Value, reciprocal: ir.Value, divisor: ir.
     """
     vector_type = numerator.type
     product = create_value("arith.mulf", [numerator, reciprocal], vector_type)
+    magnitude = create_value("math.absf", [product], vector_type)
+    huge = _cmpf(_OGE, magnitude, _f32(float(np.finfo(np.float32).max), vector_type))
     i1 = ir.IntegerType.get_signless(1)
     shape = ir.VectorType(vector_type).shape
-    largest = create_value(
-        "arith.constant",
-        [],
-        vector_type,
-        value=ir.DenseElementsAttr.get_splat(
-            vector_type, ir.FloatAttr.get(ir.F32Type.get(), float(np.finfo(np.float32).max))
-        ),
-    )
-    magnitude = create_value("math.absf", [product], vector_type)
-    huge = create_value(
-        "arith.cmpf",
-        [magnitude, largest],
-        ir.VectorType.get(shape, i1),
-        predicate=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), _OGE),
-    )
     if len(shape) != 1:  # vector.reduction takes 1-D vectors
         huge = create_value("vector.shape_cast", [huge], ir.VectorType.get([math.prod(shape)], i1))
     any_huge = create_value(
@@ -182,11 +171,7 @@ def _by_constant_reciprocal(division: ir.Operation, value: float) -> ir.Value | 
     if not SMALLEST <= abs(value) <= LARGEST:
         return None
     reciprocal = float(np.float32(1.0) / np.float32(value))  # rounded once, in f32
-    vector_type = division.results[0].type
-    splat = ir.DenseElementsAttr.get_splat(
-        vector_type, ir.FloatAttr.get(ir.F32Type.get(), reciprocal)
-    )
-    lanes = create_value("arith.constant", [], vector_type, value=splat)
+    lanes = _f32(reciprocal, division.results[0].type)
     return _product_or_quotient(division.operands[0], lanes, division.operands[1])
 
 

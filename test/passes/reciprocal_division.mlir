@@ -19,8 +19,8 @@
 // CHECK: %[[Q:.+]] = scf.if %[[NORMAL]] -> (vector<64xf32>) {
 // CHECK-NEXT: %[[RS:.+]] = vector.broadcast %[[R]] : f32 to vector<64xf32>
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[X]], %[[RS]] : vector<64xf32>
-// CHECK-NEXT: %[[MAX:.+]] = arith.constant dense<3.40282347E+38> : vector<64xf32>
 // CHECK-NEXT: %[[PABS:.+]] = math.absf %[[P]] : vector<64xf32>
+// CHECK-NEXT: %[[MAX:.+]] = arith.constant dense<3.40282347E+38> : vector<64xf32>
 // CHECK-NEXT: %[[HUGE:.+]] = arith.cmpf oge, %[[PABS]], %[[MAX]] : vector<64xf32>
 // CHECK-NEXT: %[[ANY:.+]] = vector.reduction <or>, %[[HUGE]] : vector<64xi1> into i1
 // CHECK-NEXT: %[[CHECKED:.+]] = scf.if %[[ANY]] -> (vector<64xf32>) {
