@@ -102,7 +102,7 @@ ERFC = (
 )
 
 
-class _Builder:
+class F32Builder:
     """Builds f32 code at the current insertion point, on scalars or on vectors of one shape."""
 
     def __init__(self, shape: Sequence[int] | None) -> None:
@@ -198,6 +198,17 @@ class _Builder:
     def to_float(self, n: ir.Value) -> ir.Value:
         return create_value("arith.sitofp", [n], self.f32)
 
+    def reduce_lanes(self, kind: str, mask: ir.Value) -> ir.Value:
+        """One i1: the ``kind`` (``and``, ``or``) of every lane of the i1 vector ``mask``."""
+        i1 = ir.IntegerType.get_signless(1)
+        shape = ir.VectorType(mask.type).shape
+        if len(shape) != 1:  # vector.reduction takes 1-D vectors
+            flat_type = ir.VectorType.get([math.prod(shape)], i1)
+            mask = create_value("vector.shape_cast", [mask], flat_type)
+        return create_value(
+            "vector.reduction", [mask], i1, kind=ir.Attribute.parse(f"#vector.kind<{kind}>")
+        )
+
     def pow2(self, n: ir.Value) -> ir.Value:
         """2^n for an integer n in [-126, 127], from its exponent bits."""
         return self.from_bits(self.iop("shli", self.iop("addi", n, 127), 23))
@@ -213,7 +224,7 @@ class _Reduced:
     r: ir.Value
 
 
-def _reduce(b: _Builder, x: ir.Value) -> _Reduced:
+def _reduce(b: F32Builder, x: ir.Value) -> _Reduced:
     """Cody-Waite reduction by ln(2), for |x| < 2^22."""
     t = b.fma(x, 1 / math.log(2), MAGIC)
     n = b.iop("subi", b.bits(t), MAGIC_BITS)
@@ -223,7 +234,7 @@ def _reduce(b: _Builder, x: ir.Value) -> _Reduced:
 
 
 def _sum_exactly_then_round(
-    b: _Builder, c: ir.Value, reduced: _Reduced, tail: ir.Value | float
+    b: F32Builder, c: ir.Value, reduced: _Reduced, tail: ir.Value | float
 ) -> ir.Value:
     """c + r + r^2 EXPM1(r) + tail, rounded once in effect.
 
@@ -238,7 +249,7 @@ def _sum_exactly_then_round(
     return b.add(head, b.fma(b.mul(r, r), b.poly(r, EXPM1), small))
 
 
-def _exp_of_reduced(b: _Builder, reduced: _Reduced) -> ir.Value:
+def _exp_of_reduced(b: F32Builder, reduced: _Reduced) -> ir.Value:
     """exp(r) = 1 + (r + r^2 EXPM1(r)), rounded at the last add.
 
     Within 0.98 ULP. Keeping 1 + r_hi exact as expm1 does
@@ -249,7 +260,7 @@ def _exp_of_reduced(b: _Builder, reduced: _Reduced) -> ir.Value:
     return b.add(b.fma(b.mul(r, r), b.poly(r, EXPM1), r), 1.0)
 
 
-def approximate_exp(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_exp(b: F32Builder, x: ir.Value) -> ir.Value:
     # Below -104 exp rounds to 0, above 89 to inf; the clamp keeps n in [-150, 129].
     reduced = _reduce(b, b.clamp(x, -104.0, 89.0))
     n = reduced.n
@@ -260,7 +271,7 @@ def approximate_exp(b: _Builder, x: ir.Value) -> ir.Value:
     return b.mul(b.mul(q, b.pow2(half)), b.pow2(b.iop("subi", n, half)))
 
 
-def _exp_of_moderate(b: _Builder, x: ir.Value) -> ir.Value:
+def _exp_of_moderate(b: F32Builder, x: ir.Value) -> ir.Value:
     """exp(x) for x in [-87, 88], where it is normal: the same bits as exp, in fewer ops.
 
     Without the clamp, and with 2^n applied in one factor (the two products
@@ -277,7 +288,7 @@ FAST_PATH_LANES = 16
 MODERATE_LOW, MODERATE_HIGH = -87.0, 88.0
 
 
-def approximate_exp_of_vector(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_exp_of_vector(b: F32Builder, x: ir.Value) -> ir.Value:
     """exp(x) for a vector, with a shorter path when every lane of x is in [-87, 88].
 
     Softmax, attention and most programs only ever exp values in that range
@@ -288,15 +299,7 @@ def approximate_exp_of_vector(b: _Builder, x: ir.Value) -> ir.Value:
         [b.cmpf(OGE, x, MODERATE_LOW), b.cmpf(OLE, x, MODERATE_HIGH)],
         b.i1,
     )
-    i1 = ir.IntegerType.get_signless(1)
-    shape = ir.VectorType(x.type).shape
-    if len(shape) != 1:  # vector.reduction takes 1-D vectors
-        flat_type = ir.VectorType.get([math.prod(shape)], i1)
-        in_range = create_value("vector.shape_cast", [in_range], flat_type)
-    all_in_range = create_value(
-        "vector.reduction", [in_range], i1, kind=ir.Attribute.parse("#vector.kind<and>")
-    )
-    branch = scf.IfOp(all_in_range, [x.type], has_else=True)
+    branch = scf.IfOp(b.reduce_lanes("and", in_range), [x.type], has_else=True)
     with ir.InsertionPoint(branch.then_block):
         scf.YieldOp([_exp_of_moderate(b, x)])
     with ir.InsertionPoint(branch.else_block):
@@ -304,7 +307,7 @@ def approximate_exp_of_vector(b: _Builder, x: ir.Value) -> ir.Value:
     return branch.results[0]
 
 
-def approximate_expm1(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_expm1(b: F32Builder, x: ir.Value) -> ir.Value:
     # Below -30 expm1 rounds to -1; at 89 n = 128 and the result is inf.
     x = b.clamp(x, -30.0, 89.0)
     reduced = _reduce(b, x)
@@ -326,7 +329,7 @@ def approximate_expm1(b: _Builder, x: ir.Value) -> ir.Value:
     return b.select(b.cmpf(OEQ, x, 0.0), x, result)
 
 
-def _log_parts(b: _Builder, u: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _log_parts(b: F32Builder, u: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(e, f, tail) with log(u) = e ln(2) + f + tail for a finite u > 0, e a float."""
     # Denormals are scaled into the normal range first.
     denormal = b.cmpf(OLT, u, FLT_MIN)
@@ -348,18 +351,18 @@ def _log_parts(b: _Builder, u: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     return e_float, f, tail
 
 
-def _log_specials(b: _Builder, u: ir.Value, result: ir.Value) -> ir.Value:
+def _log_specials(b: F32Builder, u: ir.Value, result: ir.Value) -> ir.Value:
     result = b.select(b.cmpf(OEQ, u, math.inf), u, result)
     result = b.select(b.cmpf(OEQ, u, 0.0), -math.inf, result)
     return b.select(b.cmpf(ULT, u, 0.0), math.nan, result)  # also NaN
 
 
-def approximate_log(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_log(b: F32Builder, x: ir.Value) -> ir.Value:
     e, f, tail = _log_parts(b, x)
     return _log_specials(b, x, b.fma(e, LN2_HI, b.add(f, tail)))
 
 
-def approximate_log1p(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_log1p(b: F32Builder, x: ir.Value) -> ir.Value:
     u = b.add(x, 1.0)
     e, f, tail = _log_parts(b, u)
     # log(1 + x) = log(u) + c with c = (x - (u - 1)) / u, the rounding error
@@ -372,7 +375,7 @@ def approximate_log1p(b: _Builder, x: ir.Value) -> ir.Value:
     return b.select(tiny, x, result)
 
 
-def approximate_tanh(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_tanh(b: F32Builder, x: ir.Value) -> ir.Value:
     a = b.unary("math.absf", x)
     a2 = b.mul(a, a)
     small = b.fma(b.mul(a, a2), b.poly(a2, TANH), a)
@@ -383,7 +386,7 @@ def approximate_tanh(b: _Builder, x: ir.Value) -> ir.Value:
     return b.copysign(b.select(b.cmpf(OLT, a, 0.625), small, large), x)
 
 
-def approximate_erf(b: _Builder, x: ir.Value) -> ir.Value:
+def approximate_erf(b: F32Builder, x: ir.Value) -> ir.Value:
     a = b.unary("math.absf", x)
     small = b.fma(x, b.poly(b.mul(x, x), ERF), x)
     # Above 4, 1 - erfc(x) rounds to 1.
@@ -396,7 +399,7 @@ def approximate_erf(b: _Builder, x: ir.Value) -> ir.Value:
     return b.select(b.cmpf(OLT, a, 1.0), small, large)
 
 
-APPROXIMATIONS: dict[str, Callable[[_Builder, ir.Value], ir.Value]] = {
+APPROXIMATIONS: dict[str, Callable[[F32Builder, ir.Value], ir.Value]] = {
     "math.exp": approximate_exp,
     "math.expm1": approximate_expm1,
     "math.log": approximate_log,
@@ -435,7 +438,7 @@ class ApproximateMathPass(Pass):
             if str(element) != "f32" and str(element) not in WIDENED:
                 continue  # f64 keeps the C library
             with op.location, ir.InsertionPoint(op):
-                b = _Builder(shape)
+                b = F32Builder(shape)
                 x = op.operands[0]
                 if x.type != b.f32:
                     x = create_value("arith.extf", [x], b.f32)

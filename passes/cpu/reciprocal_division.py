@@ -47,6 +47,7 @@ import numpy as np
 from shlo._mlir_compat import ir, scf
 from shlo.ir_utils import create_value, defining_op, ops_named
 from shlo.pass_framework import Pass
+from shlo.passes.cpu.approximate_math import OGE, OLE, F32Builder
 
 # A shared divisor's reciprocal is itself a division: below two 16-lane
 # divisions (one zmm register each) it saves nothing.
@@ -54,8 +55,7 @@ MIN_LANES = 32
 # |b| in [SMALLEST, LARGEST]: 1 / b is a normal f32, rounded once.
 SMALLEST = 2.0**-126
 LARGEST = 2.0**126
-# arith.cmpf predicates.
-_OGE, _OLE = 3, 5
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _is_f32_vector(type_: ir.Type) -> bool:
@@ -79,55 +79,34 @@ def _splat_value(op: ir.Operation | None) -> float | None:
 def _shared_scalar(op: ir.Operation | None) -> ir.Value | None:
     """The f32 scalar that the ``vector.broadcast`` ``op`` copies to every lane, else None.
 
-    Its source is the scalar or a vector of one element (after vectorization,
-    a row's sum is read as a 0-d vector).
+    Its source is the scalar or a vector of one element and rank 0 or 1
+    (after vectorization, a row's sum is read as a 0-d vector).
     """
     if op is None or op.name != "vector.broadcast":
         return None
     source = op.operands[0]
     if isinstance(source.type, ir.F32Type):
         return source
-    if not _is_f32_vector(source.type) or ir.VectorType(source.type).rank > 1:
+    if not _is_f32_vector(source.type):
         return None
-    if ir.ShapedType(source.type).rank == 1 and ir.ShapedType(source.type).shape[0] != 1:
+    shape = ir.VectorType(source.type).shape
+    if len(shape) > 1 or math.prod(shape) != 1:
         return None
-    rank = ir.VectorType(source.type).rank
-    return create_value(
-        "vector.extract",
-        [source],
-        ir.F32Type.get(),
-        static_position=ir.DenseI64ArrayAttr.get([0] * rank),
-    )
-
-
-def _cmpf(predicate: int, a: ir.Value, b: ir.Value) -> ir.Value:
-    """An i1, or a vector of i1 of a's shape."""
-    i1 = ir.IntegerType.get_signless(1)
-    type_ = ir.VectorType.get(ir.VectorType(a.type).shape, i1) if _is_f32_vector(a.type) else i1
-    predicate_attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), predicate)
-    return create_value("arith.cmpf", [a, b], type_, predicate=predicate_attr)
-
-
-def _f32(value: float, type_: ir.Type | None = None) -> ir.Value:
-    """An f32 constant, or a splat of it of the vector type ``type_``."""
-    scalar = ir.FloatAttr.get(ir.F32Type.get(), value)
-    if type_ is None:
-        return create_value("arith.constant", [], scalar.type, value=scalar)
-    splat = ir.DenseElementsAttr.get_splat(type_, scalar)
-    return create_value("arith.constant", [], type_, value=splat)
+    position = ir.DenseI64ArrayAttr.get([0] * len(shape))
+    return create_value("vector.extract", [source], ir.F32Type.get(), static_position=position)
 
 
 def _by_shared_reciprocal(division: ir.Operation, divisor: ir.Value) -> ir.Value:
     """The quotient, multiplied by 1 / divisor where that is normal and divided otherwise."""
     numerator, broadcast = division.operands[0], division.operands[1]
-    f32 = ir.F32Type.get()
-    reciprocal = create_value("arith.divf", [_f32(1.0), divisor], f32)
-    magnitude = create_value("math.absf", [divisor], f32)
+    scalar = F32Builder(None)
+    reciprocal = scalar.div(1.0, divisor)
+    magnitude = scalar.unary("math.absf", divisor)
     # Ordered compares: NaN is out of range.
     normal = create_value(
         "arith.andi",
-        [_cmpf(_OGE, magnitude, _f32(SMALLEST)), _cmpf(_OLE, magnitude, _f32(LARGEST))],
-        ir.IntegerType.get_signless(1),
+        [scalar.cmpf(OGE, magnitude, SMALLEST), scalar.cmpf(OLE, magnitude, LARGEST)],
+        scalar.i1,
     )
     vector_type = division.results[0].type
     branch = scf.IfOp(normal, [vector_type], has_else=True)
@@ -148,19 +127,12 @@ def _product_or_quotient(numerator: ir.Value, reciprocal: ir.Value, divisor: ir.
     the division.
     """
     vector_type = numerator.type
-    product = create_value("arith.mulf", [numerator, reciprocal], vector_type)
-    magnitude = create_value("math.absf", [product], vector_type)
-    huge = _cmpf(_OGE, magnitude, _f32(float(np.finfo(np.float32).max), vector_type))
-    i1 = ir.IntegerType.get_signless(1)
-    shape = ir.VectorType(vector_type).shape
-    if len(shape) != 1:  # vector.reduction takes 1-D vectors
-        huge = create_value("vector.shape_cast", [huge], ir.VectorType.get([math.prod(shape)], i1))
-    any_huge = create_value(
-        "vector.reduction", [huge], i1, kind=ir.Attribute.parse("#vector.kind<or>")
-    )
-    branch = scf.IfOp(any_huge, [vector_type], has_else=True)
+    lanes = F32Builder(ir.VectorType(vector_type).shape)
+    product = lanes.mul(numerator, reciprocal)
+    huge = lanes.cmpf(OGE, lanes.unary("math.absf", product), FLOAT32_MAX)
+    branch = scf.IfOp(lanes.reduce_lanes("or", huge), [vector_type], has_else=True)
     with ir.InsertionPoint(branch.then_block):
-        scf.YieldOp([create_value("arith.divf", [numerator, divisor], vector_type)])
+        scf.YieldOp([lanes.div(numerator, divisor)])
     with ir.InsertionPoint(branch.else_block):
         scf.YieldOp([product])
     return branch.results[0]
@@ -171,7 +143,7 @@ def _by_constant_reciprocal(division: ir.Operation, value: float) -> ir.Value | 
     if not SMALLEST <= abs(value) <= LARGEST:
         return None
     reciprocal = float(np.float32(1.0) / np.float32(value))  # rounded once, in f32
-    lanes = _f32(reciprocal, division.results[0].type)
+    lanes = F32Builder(ir.VectorType(division.results[0].type).shape).f(reciprocal)
     return _product_or_quotient(division.operands[0], lanes, division.operands[1])
 
 
