@@ -68,8 +68,31 @@ def _register_passes() -> None:
     _stablehlo.register_stablehlo_passes()
 
 
+# Made by prepare_context while the worker waits for its next request.
+_prepared_context: ir.Context | None = None
+
+
 def new_context() -> ir.Context:
     """A context with the StableHLO, CHLO and VHLO dialects loaded and all passes registered."""
+    global _prepared_context
+    context, _prepared_context = _prepared_context, None
+    return context if context is not None else _make_context()
+
+
+def prepare_context() -> None:
+    """Make the next ``new_context()`` now, ahead of time; it is used by nobody until then.
+
+    The worker calls this between requests: a context takes about 4.5 ms to
+    make, 15% of a small program's compile, and the host links the previous
+    program's code meanwhile. Only the worker calls it, one request at a
+    time, so no two threads take the same context.
+    """
+    global _prepared_context
+    if _prepared_context is None:
+        _prepared_context = _make_context()
+
+
+def _make_context() -> ir.Context:
     _register_passes()
     context = ir.Context()
     _stablehlo.register_dialect(context)

@@ -20,6 +20,7 @@ import traceback
 from typing import Any, BinaryIO
 
 from shlo import progress
+from shlo._mlir_compat import prepare_context
 from shlo.backends import load_backend
 from shlo.custom_calls import install as install_custom_calls
 from shlo.diagnostics import ShloError
@@ -205,6 +206,7 @@ def main() -> None:
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     while True:
+        prepare_context()
         try:
             request = read_message(requests)
         except EOFError:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shlo
+from shlo._mlir_compat import ir, new_context, prepare_context
 from shlo.backends.cpu import runtime
 from shlo.io import module_to_bytecode
 from shlo.isolation import Worker, shared_worker, write_message
@@ -20,6 +21,12 @@ from shlo.isolation import Worker, shared_worker, write_message
 NEGATE = """
 func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
   %0 = stablehlo.negate %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+"""
+CHLO_ERF = """
+func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = chlo.erf %x : tensor<3xf32> -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
 """
@@ -76,6 +83,26 @@ def test_interrupted_compile_leaves_no_stale_reply() -> None:
         signal.signal(signal.SIGALRM, previous)
     np.testing.assert_array_equal(shlo.compile(DOUBLE)(X), 2 * X)
     np.testing.assert_array_equal(shlo.compile(NEGATE)(X), -X)
+
+
+def test_prepared_context_is_handed_out_once_and_is_complete() -> None:
+    # The worker prepares the next request's context while it waits.
+    prepare_context()
+    prepared = new_context()
+    assert new_context() is not prepared  # taken: the next one is made anew
+    prepare_context()
+    prepare_context()  # one is prepared, not two
+    assert new_context() is not new_context()
+    module = ir.Module.parse(CHLO_ERF, prepared)  # every dialect new_context loads
+    assert "chlo.erf" in str(module)
+
+
+def test_compiles_in_a_row_each_get_their_own_program() -> None:
+    # Each request parses into the context prepared while the worker was idle.
+    sources = [NEGATE, DOUBLE, NEGATE.replace("negate", "abs"), DOUBLE] * 3
+    expected = [-X, 2 * X, np.abs(X), 2 * X] * 3
+    for source, want in zip(sources, expected):
+        np.testing.assert_array_equal(shlo.compile(source)(X), want)
 
 
 def test_reply_to_another_request_is_a_protocol_error(worker: Worker) -> None:
