@@ -50,7 +50,7 @@ def _module(lowered) -> ir.Module:
 
 
 def test_plan_puts_main_first_and_every_function_once(lowered, monkeypatch):
-    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     module = _module(lowered)
     plan = parallel_codegen.plan_shards(module, 2, "main")
     assert plan is not None and len(plan) == 2 and plan[0][0] == "main"
@@ -60,8 +60,10 @@ def test_plan_puts_main_first_and_every_function_once(lowered, monkeypatch):
 
 
 def test_small_modules_and_mutable_globals_are_not_split(lowered, monkeypatch):
-    assert parallel_codegen.plan_shards(_module(lowered), 2, "main") is None  # under MIN_OPS
-    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    assert (
+        parallel_codegen.plan_shards(_module(lowered), 2, "main") is None
+    )  # too little to take off
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     module = _module(lowered)
     with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown(module.context):
         ir.Operation.create(
@@ -76,8 +78,25 @@ def test_small_modules_and_mutable_globals_are_not_split(lowered, monkeypatch):
     assert parallel_codegen.plan_shards(module, 2, "main") is None
 
 
+def test_split_only_when_it_shortens_the_longest_shard_enough(lowered, monkeypatch):
+    module = _module(lowered)
+    weights = {
+        parallel_codegen._name(f): parallel_codegen._weight(f)
+        for f in parallel_codegen._defined_functions(module)
+    }
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
+    plan = parallel_codegen.plan_shards(module, 2, "main")
+    # The ops off the critical path: all of them but the heaviest shard's.
+    saved = sum(weights.values()) - max(sum(weights[n] for n in shard) for shard in plan)
+    assert saved > 0
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", saved)
+    assert parallel_codegen.plan_shards(module, 2, "main") == plan
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", saved + 1)
+    assert parallel_codegen.plan_shards(module, 2, "main") is None
+
+
 def test_sharded_object_computes_what_the_serial_one_does(lowered, inputs, monkeypatch):
-    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
     monkeypatch.setenv("SHLO_THREADS", "2")
     split = []
@@ -96,7 +115,7 @@ def test_sharded_object_computes_what_the_serial_one_does(lowered, inputs, monke
 
 
 def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch):
-    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
     monkeypatch.setenv("SHLO_THREADS", "2")
     original = runtime._object_code
@@ -122,6 +141,6 @@ def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch)
 
 
 def test_not_split_outside_the_worker(lowered, monkeypatch):
-    monkeypatch.setattr(parallel_codegen, "MIN_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     monkeypatch.setattr(parallel_codegen, "fork_allowed", False)
     assert parallel_codegen.compile_in_parallel(_module(lowered), None, 2, "cc") is None

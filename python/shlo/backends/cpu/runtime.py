@@ -288,7 +288,9 @@ def compile_object(llvm_module: ir.Module | bytes, opt_level: int = 2) -> bytes:
             return _object_code(shard, opt_level, symbol, elsewhere)
 
         jobs = default_threads()
-        joined = parallel_codegen.compile_in_parallel(module, compile_shard, jobs, driver)
+        direct = _direct_link(driver)  # ld joins objects in half the driver's time
+        joiner = direct[0] if direct is not None else driver
+        joined = parallel_codegen.compile_in_parallel(module, compile_shard, jobs, joiner)
         if joined is not None:
             return joined
     return _object_code(module, opt_level, "main")
