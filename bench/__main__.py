@@ -108,6 +108,8 @@ class SystemResult:
     median_ms: float | None = None
     rate: float | None = None  # GFLOP/s or GB/s at the median
     percent_of_peak: float | None = None
+    # Byte models: the same-bytes copy's median time over this median, in %.
+    percent_of_copy: float | None = None
     shlo_over_this: float | None = None
 
 
@@ -127,6 +129,8 @@ class ModelResult:
     # Reference outputs with more than one element, all equal: a check against
     # them proves little (e.g. a network whose relus output only zeros).
     constant_outputs: list[int] = field(default_factory=list)
+    # Byte models on the CPU: a copy of the same bytes, timed with the systems.
+    copy: SystemResult | None = None
 
 
 def short_error(error: BaseException) -> str:
@@ -249,8 +253,15 @@ def run_model(
         else:
             entry.correct = True
         calls[system] = prepared.call
-    time_interleaved(calls, args.repeats, args.budget, result.systems, args.settle)
-    for entry in result.systems.values():
+    timed = dict(result.systems)
+    copy = None
+    if model.unit == "byte" and work and device is None and calls:
+        copy = peak_module.same_bytes_copy(work, peak.threads)
+    if copy is not None:
+        calls["copy"] = copy
+        timed["copy"] = result.copy = SystemResult("ok", correct=True)
+    time_interleaved(calls, args.repeats, args.budget, timed, args.settle)
+    for entry in timed.values():
         if entry.samples_ms:
             entry.min_ms = min(entry.samples_ms)
             entry.median_ms = statistics.median(entry.samples_ms)
@@ -258,6 +269,10 @@ def run_model(
                 entry.rate = work / (entry.median_ms * 1e-3) / 1e9
                 top = peak.fma_gflops if model.unit == "flop" else peak.copy_gbps
                 entry.percent_of_peak = 100 * entry.rate / top
+    if result.copy is not None and result.copy.median_ms:
+        for entry in timed.values():
+            if entry.median_ms:
+                entry.percent_of_copy = 100 * result.copy.median_ms / entry.median_ms
     shlo = result.systems.get("shlo")
     peer_names = peers_for(args.target)
     if shlo is not None and shlo.correct and shlo.median_ms:
@@ -302,6 +317,16 @@ def print_model(result: ModelResult) -> None:
         for text in (r.error, r.note):
             if text:
                 print(f"          {text}")
+    copy = result.copy
+    if copy is not None and copy.median_ms:
+        shlo = result.systems.get("shlo")
+        against = ""
+        if shlo is not None and shlo.percent_of_copy is not None:
+            against = f"; shlo at {shlo.percent_of_copy:.0f}% of its speed"
+        print(
+            f"  a copy of the same bytes, timed with them: median {copy.median_ms:.3f} ms "
+            f"({copy.rate:.1f} GB/s){against}"
+        )
     if result.constant_outputs:
         print(f"  warning: reference outputs {result.constant_outputs} are constant arrays")
     if result.shlo_over_best_peer is not None:

@@ -12,10 +12,12 @@ With ``--target cuda`` the GPU's peak is measured with jax instead
 from __future__ import annotations
 
 import ctypes
+import functools
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,12 +68,16 @@ def measure(threads: int) -> Peak:
     return _measure_numpy(threads, reason)
 
 
-def _measure_c(compiler: str, threads: int) -> Peak:
-    flags = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+_FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"]
+
+
+@functools.cache
+def _library(compiler: str) -> ctypes.CDLL:
+    """``peak.c`` compiled and loaded, once per process."""
     with tempfile.TemporaryDirectory(prefix="shlo-bench-peak-") as tmp:
         library = Path(tmp) / "peak.so"
         subprocess.run(
-            [compiler, *flags, str(SOURCE), "-o", str(library)],
+            [compiler, *_FLAGS, str(SOURCE), "-o", str(library)],
             check=True,
             capture_output=True,
             timeout=120,
@@ -89,6 +95,11 @@ def _measure_c(compiler: str, threads: int) -> Peak:
         ctypes.c_int,
         ctypes.c_double,
     ]
+    return lib
+
+
+def _measure_c(compiler: str, threads: int) -> Peak:
+    lib = _library(compiler)
     fma = lib.fma_gflops(threads, FMA_ITERATIONS, FMA_RUNS, FMA_SECONDS)
     src = np.ones(COPY_FLOATS, np.float32)
     dst = np.zeros_like(src)
@@ -101,7 +112,36 @@ def _measure_c(compiler: str, threads: int) -> Peak:
         )
         for t in {threads, 1}
     )
-    return Peak(fma, copy, threads, f"{Path(compiler).name} {' '.join(flags[:3])}")
+    return Peak(fma, copy, threads, f"{Path(compiler).name} {' '.join(_FLAGS[:3])}")
+
+
+def same_bytes_copy(nbytes: float, threads: int) -> Callable[[], object] | None:
+    """A call that copies one array to another on ``threads`` threads, moving ``nbytes``.
+
+    The floor for a kernel that reads and writes that many bytes. The bench
+    times it interleaved with the systems on each byte-bound model, so that
+    it meets the same state of the machine: its memory bandwidth moves by
+    1.5x from minute to minute (whole copies of 2 x 128 MiB: 37 GB/s in one
+    minute, 60 GB/s in the next), and a peak measured once at the start
+    does not follow. Arrays that fit in a cache make the copy faster, as
+    they make the model. None without a C compiler.
+    """
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    try:
+        lib = _library(compiler)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    floats = max(int(nbytes) // 8, 1)  # read once, written once
+    src = np.ones(floats, np.float32)
+    dst = np.zeros_like(src)
+
+    def copy() -> object:
+        # One chunk of the whole array, one pass: a plain parallel copy.
+        return lib.copy_gbps(threads, dst.ctypes.data, src.ctypes.data, floats, floats, 1, 1e9)
+
+    return copy
 
 
 def _measure_numpy(threads: int, reason: str) -> Peak:

@@ -102,6 +102,13 @@ def test_quick_suite(tmp_path: Path) -> None:
         shlo = model["systems"]["shlo"]
         assert shlo["correct"] is True, f"{name}: {shlo['error']}"
         assert shlo["samples_ms"], name
+        # Byte models are timed against a copy of their bytes; flop models not.
+        if model["unit"] == "byte":
+            assert model["copy"]["samples_ms"], name
+            expected = 100 * model["copy"]["median_ms"] / shlo["median_ms"]
+            assert shlo["percent_of_copy"] == pytest.approx(expected), name
+        else:
+            assert model["copy"] is None, name
         # XLA is the reference; a peer that runs must agree with it too.
         for system in ("iree", "numpy"):
             peer = model["systems"][system]
