@@ -71,6 +71,36 @@ def test_code_is_linked_by_ld_directly(object_code, monkeypatch):
     assert ran == [runtime._direct_link(runtime.linker())[0]]
 
 
+def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
+    driver = runtime.linker()
+    if runtime._direct_link(driver) is None or runtime.load_openmp() is None:
+        pytest.skip("needs ld named by the driver and intel-openmp")
+    large = PROGRAM.replace("64xf32", "262144xf32")  # large enough for 2 threads
+    threaded = lower_to_object(large, "main", None, CpuPipeline(threads=2)).object_code
+    assert runtime._uses_openmp(threaded)
+    openmp = runtime.load_openmp()
+    stub = runtime._needed_stub(driver, openmp)  # built once per process
+    links = []
+    real_run = runtime.subprocess.run
+
+    def recording_run(command, *args, **kwargs):
+        ran = real_run(command, *args, **kwargs)
+        links.append((command, ran.returncode))
+        return ran
+
+    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    function = runtime.LoadedFunction(threaded, ["tensor<262144xf32>"], ["tensor<262144xf32>"])
+    x = np.linspace(-2, 2, 262144, dtype=np.float32)
+    (result,) = function([x])  # the loader found OpenMP's functions
+    np.testing.assert_allclose(result, np.sin(np.exp(x)), rtol=1e-5, atol=1e-6)
+    [(command, returncode)] = links  # the first command linked
+    assert returncode == 0 and stub in command and openmp not in command
+    # The stub has no symbols; its name is the real library's path.
+    dynamic = real_run(["readelf", "-d", stub], capture_output=True, text=True)
+    if dynamic.returncode == 0:
+        assert f"[{openmp}]" in dynamic.stdout
+
+
 def test_a_failing_direct_link_falls_back_to_the_driver(object_code, monkeypatch):
     driver = runtime.linker()
     monkeypatch.setattr(runtime, "_direct_link", lambda _: ("false", []))
