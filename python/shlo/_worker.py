@@ -206,7 +206,10 @@ def main() -> None:
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     while True:
-        prepare_context()
+        try:
+            prepare_context()
+        except Exception:  # the request makes its own, and reports what fails
+            pass
         try:
             request = read_message(requests)
         except EOFError:
