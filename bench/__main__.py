@@ -259,14 +259,13 @@ def run_model(
             entry.correct = True
         calls[system] = prepared.call
     timed = dict(result.systems)
-    copy = None
     # --quick times the copy at any size: it checks that the copy runs.
-    big_enough = quick or (work or 0) >= MIN_COPY_BYTES
-    if model.unit == "byte" and work and big_enough and device is None and calls:
+    big_enough = work and (quick or work >= MIN_COPY_BYTES)
+    if model.unit == "byte" and big_enough and device is None and calls:
         copy = peak_module.same_bytes_copy(work, peak.threads)
-    if copy is not None:
-        calls["copy"] = copy
-        timed["copy"] = result.copy = SystemResult("ok", correct=True)
+        if copy is not None:
+            calls["copy"] = copy
+            timed["copy"] = result.copy = SystemResult("ok", correct=True)
     time_interleaved(calls, args.repeats, args.budget, timed, args.settle)
     for entry in timed.values():
         if entry.samples_ms:

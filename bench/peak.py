@@ -56,8 +56,12 @@ class Peak:
     method: str  # "cc -O3 -march=native -fopenmp", "numpy estimate (...)" or "jax on <GPU>"
 
 
+def _compiler() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc")
+
+
 def measure(threads: int) -> Peak:
-    compiler = shutil.which("cc") or shutil.which("gcc")
+    compiler = _compiler()
     if compiler is not None:
         try:
             return _measure_c(compiler, threads)
@@ -126,7 +130,7 @@ def same_bytes_copy(nbytes: float, threads: int) -> Callable[[], object] | None:
     does not follow. Arrays that fit in a cache make the copy faster, as
     they make the model. None without a C compiler.
     """
-    compiler = shutil.which("cc") or shutil.which("gcc")
+    compiler = _compiler()
     if compiler is None:
         return None
     try:
