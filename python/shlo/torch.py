@@ -75,7 +75,75 @@ def export(
             tuple(example_inputs) if isinstance(example_inputs, list | tuple) else (example_inputs,)
         )
         program = torch.export.export(module, args, kwargs or {}, dynamic_shapes=dynamic_shapes)
-    return program.run_decompositions(torch_decompositions())
+        _reshape_instead_of_view(program)
+    decomposed = program.run_decompositions(torch_decompositions())
+    _clamp_slice_scatter_ends(decomposed)
+    return decomposed
+
+
+def _reshape_instead_of_view(program: Any) -> None:
+    """Make the graph's ``aten.view`` calls ``aten.reshape``, in place.
+
+    ``run_decompositions`` traces the graph again, on fake tensors whose
+    strides can differ from the eager ones that ``torch.export`` saw: in
+    transformers' GPT-2 (torch 2.13) the attention output is contiguous in
+    eager, so the export records no copy for its ``.contiguous()``, but it is
+    transposed on fake tensors, and the next ``view`` fails ("Cannot view a
+    tensor"). ``reshape`` is that same view wherever the strides allow one
+    and a copy elsewhere, so values and aliasing stay as they were.
+    """
+    import torch
+
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    nodes = [n for n in program.graph_module.graph.nodes if n.target is view]
+    for node in nodes:
+        node.target = reshape
+    if nodes:
+        program.graph_module.recompile()
+
+
+def _clamp_slice_scatter_ends(program: Any) -> None:
+    """Give each ``aten.slice_scatter`` an end no larger than its dimension, in place.
+
+    ``x[1:, 1:] = y`` becomes a slice_scatter whose end is 2^63 - 1, and
+    torch-mlir's conversion of it to StableHLO then allocates by that end
+    and dies of std::bad_alloc (transformers' BEiT, torch-mlir 20261001).
+    A static dimension is the same end; a symbolic one is left as it is.
+    """
+    import torch
+
+    slice_scatter = torch.ops.aten.slice_scatter.default
+    changed = False
+    for node in program.graph_module.graph.nodes:
+        if node.target is not slice_scatter or len(node.args) < 5:
+            continue
+        source, dim, end = node.args[0], node.args[2], node.args[4]
+        value = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+        size = value.shape[dim] if value is not None else None
+        if isinstance(end, int) and isinstance(size, int) and end > size:
+            node.args = (*node.args[:4], size, *node.args[5:])
+            changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+class _WithEveryBuffer:
+    """An exported program whose ``state_dict`` also holds its non-persistent buffers.
+
+    torch.export keeps a buffer registered with ``persistent=False`` (BERT's
+    position ids, Llama's rotary frequencies) in ``constants``, while
+    torch-mlir's importer looks every buffer up in ``state_dict``.
+    """
+
+    def __init__(self, program: Any) -> None:
+        self._program = program
+        buffers = program.graph_signature.non_persistent_buffers
+        constants = program.constants
+        extra = {name: constants[name] for name in buffers if name in constants}
+        self.state_dict = {**program.state_dict, **extra}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._program, name)
 
 
 def to_stablehlo(program: Any, isolate: bool = True, timeout: float | None = None) -> bytes:
@@ -85,7 +153,7 @@ def to_stablehlo(program: Any, isolate: bool = True, timeout: float | None = Non
 
     progress.stage("torch import")
     try:
-        imported = torch_fx_import(program, "main")
+        imported = torch_fx_import(_WithEveryBuffer(program), "main")
     except Exception as error:  # the importer raises what it meets: NotImplementedError, ...
         raise ShloError(f"torch-mlir's FX importer cannot import the program: {error}") from None
     torch_module = module_to_bytecode(imported)

@@ -216,3 +216,48 @@ def test_bfloat16_model_runs() -> None:
     assert out.dtype == torch.bfloat16
     with torch.no_grad():
         torch.testing.assert_close(out.float(), model(x).float(), rtol=2e-2, atol=2e-2)
+
+
+class AttentionThenView(nn.Module):
+    """GPT-2's attention output: torch.export drops the no-op .contiguous() before the view."""
+
+    def forward(self, q, k, v):
+        out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+        out = out.reshape(*out.shape[:-2], -1).contiguous()
+        return out.view(-1, out.size(-1))
+
+
+class OffsetByBuffer(nn.Module):
+    """A buffer outside the state dict (persistent=False), like BERT's position ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("offsets", torch.arange(8.0), persistent=False)
+
+    def forward(self, x):
+        return x * 2 + self.offsets
+
+
+class SliceAssignment(nn.Module):
+    """x[1:, 1:] = y: a slice_scatter whose end is 2^63 - 1, as in BEiT."""
+
+    def forward(self, x):
+        padded = torch.zeros(x.shape[0] + 1, x.shape[1] + 1)
+        padded[1:, 1:] = x
+        return padded
+
+
+@pytest.mark.parametrize(
+    ("module", "shapes"),
+    [
+        (AttentionThenView(), [(2, 2, 5, 4)] * 3),
+        (OffsetByBuffer(), [(3, 8)]),
+        (SliceAssignment(), [(3, 4)]),
+    ],
+)
+def test_exports_torch_mlir_did_not_take(module: nn.Module, shapes: list[tuple[int, ...]]) -> None:
+    torch.manual_seed(0)
+    args = tuple(torch.randn(*shape) for shape in shapes)
+    compiled = shlo.torch.compile(module, args)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*args), module(*args), rtol=1e-5, atol=1e-6)
