@@ -36,18 +36,21 @@ func.func @vectors(%x: vector<16xf32>, %y: vector<2x8xf32>) -> (vector<16xf32>, 
 
 // -----
 
-// exp of a vector of 16 or more lanes: when every lane is in [-87, 88] a
-// shorter path (no clamp, 2^n in one factor); otherwise the general code.
-// Smaller vectors stay branch-free.
+// exp of a vector of 16 or more lanes: when every lane's n (x = n ln 2 + r)
+// is in [-125, 127] a shorter path (no clamp, 2^n + 2^n expm1(r) in one FMA);
+// otherwise the general code. Smaller vectors stay branch-free.
 // CHECK-LABEL: func @exp_vectors
 // CHECK-SAME: (%[[X:.+]]: vector<4x16xf32>, %[[Y:.+]]: vector<8xf32>)
-// CHECK: %[[LOW:.+]] = arith.cmpf oge, %[[X]], %{{.+}} : vector<4x16xf32>
-// CHECK: %[[HIGH:.+]] = arith.cmpf ole, %[[X]], %{{.+}} : vector<4x16xf32>
-// CHECK: %[[IN:.+]] = arith.andi %[[LOW]], %[[HIGH]] : vector<4x16xi1>
+// CHECK: math.fma %[[X]], %{{.+}}, %{{.+}} : vector<4x16xf32>
+// CHECK: %[[N:.+]] = arith.subi %{{.+}}, %{{.+}} : vector<4x16xi32>
+// CHECK: %[[OFFSET:.+]] = arith.subi %[[N]], %{{.+}} : vector<4x16xi32>
+// CHECK: %[[IN:.+]] = arith.cmpi ule, %[[OFFSET]], %{{.+}} : vector<4x16xi32>
 // CHECK: %[[FLAT:.+]] = vector.shape_cast %[[IN]] : vector<4x16xi1> to vector<64xi1>
 // CHECK: %[[ALL:.+]] = vector.reduction <and>, %[[FLAT]] : vector<64xi1> into i1
 // CHECK: %[[EXP:.+]] = scf.if %[[ALL]] -> (vector<4x16xf32>) {
 // CHECK-NOT: arith.shrsi
+// CHECK: %[[SHORT:.+]] = math.fma %{{.+}}, %[[SCALE:.+]], %[[SCALE]] : vector<4x16xf32>
+// CHECK-NEXT: scf.yield %[[SHORT]]
 // CHECK: } else {
 // CHECK: arith.shrsi
 // CHECK: }

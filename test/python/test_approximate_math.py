@@ -76,6 +76,8 @@ def dense_sample() -> np.ndarray:
     ranges = [
         np.linspace(88.6, 89.0, 20001),  # exp overflow
         np.linspace(-104.0, -87.0, 20001),  # exp denormal results
+        np.linspace(-87.3, -86.7, 20001),  # n = -126 | -125: the vector exp's short path starts
+        np.linspace(88.2, 88.6, 20001),  # n = 127 | 128: and ends
         np.linspace(-0.4, 0.4, 20001),  # expm1, log1p, tanh near 0
         np.linspace(0.3, 0.4, 20001),  # exp reduction boundary ln(2)/2
         np.linspace(0.6, 1.5, 20001),  # log around 1
@@ -108,8 +110,9 @@ STAGES_TO_LOOPS = ("legalize-to-linalg", "tensor-codegen", "bufferize", "loop-co
 
 
 def test_vectorized_exp_takes_the_short_path_and_agrees_with_the_scalar_code() -> None:
-    # Vectors whose lanes all lie in [-87, 88] skip the clamp and the scaling in
-    # two factors; the result must be the same bits as the general code's.
+    # Vectors whose lanes all reduce to n in [-125, 127] (x in about [-86.9,
+    # 88.3]) skip the clamp and the scaling in two factors; the result must be
+    # the same bits as the general code's, on either side of both ends.
     x = dense_sample()
     vectorized = compile_function("exp", x.size, vectorized=True)
     got = vectorized(x)
