@@ -362,3 +362,6 @@ BUILDERS: dict[str, Callable[[bool], Model]] = {
     "resnet": resnet,
     "train_step": train_step,
 }
+# The models whose work is bytes moved (unit "byte"): memory-bound, if their
+# arithmetic keeps up (bench/compute_floor.py).
+BYTE_MODELS = ("softmax", "elementwise", "layernorm", "reduce_sum", "cumsum")

@@ -8,6 +8,7 @@ results, so a wrong shlo answer fails this test.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ ROOT = Path(__file__).parents[2]
 # bench/ is a package at the repository root, not installed with shlo.
 sys.path.insert(0, str(ROOT))
 
-from bench.models import BUILDERS  # noqa: E402
+from bench.models import BUILDERS, BYTE_MODELS  # noqa: E402
 from bench.systems import compare  # noqa: E402
 
 
@@ -96,6 +97,7 @@ def test_quick_suite(tmp_path: Path) -> None:
     assert report["mode"] == "quick"
     models = {model["name"]: model for model in report["models"]}
     assert list(models) == list(BUILDERS)
+    assert [name for name, model in models.items() if model["unit"] == "byte"] == list(BYTE_MODELS)
     for name, model in models.items():
         # A constant reference (say, all zeros) would make the check vacuous.
         assert model["constant_outputs"] == [], name
@@ -198,3 +200,21 @@ def _installed(package: str) -> bool:
     except metadata.PackageNotFoundError:
         return False
     return True
+
+
+def test_compute_floor_times_an_in_cache_slice_of_each_byte_model() -> None:
+    from bench import compute_floor
+
+    x, scale = np.zeros((512, 4096), np.float32), np.ones(4096, np.float32)
+    small_x, small_scale = compute_floor.sliced((x, scale), 1 << 16)
+    assert small_x.shape == (16, 4096) and small_scale is scale
+    command = [sys.executable, "-m", "bench.compute_floor", "--quick", "--repeats", "1"]
+    result = subprocess.run(
+        [*command, "--settle", "0"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert [row[1].strip() for row in rows[1:]] == list(BYTE_MODELS)
+    for row in rows[1:]:
+        # One quick round is too noisy for the floor's sign; the times must be there.
+        shlo_ms, copy_ms, floor_ms = float(row[2]), float(row[3]), float(row[6])
+        assert shlo_ms > 0 and copy_ms > 0 and math.isfinite(floor_ms), row
