@@ -34,18 +34,24 @@ from shlo._mlir_compat import ir
 from shlo.ir_utils import constant_index, create_value, ops_named
 from shlo.pass_framework import Pass, PassError
 
+# Sizes are never negative, so the unsigned ops are the signed ones (torch-mlir
+# infers a reshape's -1 with divui: the element count over the other sizes).
 _BINARY = {
     "arith.addi": "stablehlo.add",
     "arith.subi": "stablehlo.subtract",
     "arith.muli": "stablehlo.multiply",
     "arith.divsi": "stablehlo.divide",
+    "arith.divui": "stablehlo.divide",
     "arith.remsi": "stablehlo.remainder",
+    "arith.remui": "stablehlo.remainder",
     "arith.maxsi": "stablehlo.maximum",
+    "arith.maxui": "stablehlo.maximum",
     "arith.minsi": "stablehlo.minimum",
+    "arith.minui": "stablehlo.minimum",
     "arith.andi": "stablehlo.and",
     "arith.ori": "stablehlo.or",
 }
-# Sizes are never negative: the integer casts change no value.
+# Nor do the integer casts change a size's value.
 _CASTS = ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci")
 # arith.cmpi predicate (its integer attribute) -> stablehlo comparison direction.
 _COMPARISONS = ["EQ", "NE", "LT", "LE", "GT", "GE", "LT", "LE", "GT", "GE"]

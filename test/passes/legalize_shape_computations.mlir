@@ -81,3 +81,32 @@ func.func @not_sizes(%arg0: tensor<3xi64>, %arg1: tensor<?xf32>) -> (i64, tensor
   %t = tensor.empty(%d) : tensor<?xf32>
   return %e, %t : i64, tensor<?xf32>
 }
+
+// -----
+
+// torch-mlir infers a reshape's -1 with unsigned ops on the element count:
+// sizes are never negative, so they are the signed StableHLO ops.
+// CHECK-LABEL: func.func @unsigned_size_arithmetic
+// CHECK-NOT: arith.
+// CHECK: %[[COUNT:.+]] = stablehlo.multiply
+// CHECK: %[[ROWS:.+]] = stablehlo.divide %[[COUNT]], %{{.+}} : tensor<i64>
+// CHECK: %[[LEFT:.+]] = stablehlo.remainder %[[COUNT]], %{{.+}} : tensor<i64>
+// CHECK: stablehlo.maximum %[[ROWS]], %[[LEFT]] : tensor<i64>
+// CHECK: stablehlo.minimum %[[ROWS]], %[[LEFT]] : tensor<i64>
+func.func @unsigned_size_arithmetic(%arg0: tensor<?x6xf32>) -> (tensor<?x3xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : i64
+  %c6 = arith.constant 6 : i64
+  %d = tensor.dim %arg0, %c0 : tensor<?x6xf32>
+  %n = arith.index_cast %d : index to i64
+  %count = arith.muli %n, %c6 : i64
+  %rows = arith.divui %count, %c3 : i64
+  %left = arith.remui %count, %c3 : i64
+  %most = arith.maxui %rows, %left : i64
+  %least = arith.minui %rows, %left : i64
+  %s = tensor.from_elements %most, %c3 : tensor<2xi64>
+  %r = stablehlo.dynamic_reshape %arg0, %s : (tensor<?x6xf32>, tensor<2xi64>) -> tensor<?x3xf32>
+  %t = tensor.from_elements %least : tensor<1xi64>
+  %f = stablehlo.dynamic_reshape %arg0, %t : (tensor<?x6xf32>, tensor<1xi64>) -> tensor<?xf32>
+  return %r, %f : tensor<?x3xf32>, tensor<?xf32>
+}

@@ -13,6 +13,7 @@ slice assignment made torch-mlir's conversion run out of memory
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,14 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import shlo.torch  # noqa: E402
+from torch.export import Dim  # noqa: E402
 from zoo_harness import assert_leaf_close  # noqa: E402
+
+EXPECTED_FAILURES = {
+    line.split()[0]: line.split(maxsplit=1)[1]
+    for line in (Path(__file__).parents[1] / "expected_failures_torch.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+}
 
 VOCAB = 100
 BATCH, SEQ = 2, 21
@@ -155,3 +163,41 @@ def test_transformers_torch_model_matches_eager(name: str) -> None:
     got = compiled(*args).numpy()
     assert np.abs(want).max() > 0.1  # a vacuous output would pass any comparison
     assert_leaf_close(got, want, 1e-4, name)
+
+
+# One export with a dynamic batch and sequence length (batch only for images),
+# code specialized per call shape: the decoders, an encoder with a mask, T5, ViT.
+DYNAMIC = ["gpt2", "bert", "llama", "t5_encoder", "vit", "roberta"]
+
+
+def inputs_of_shape(name: str, batch: int, seq: int) -> tuple[Any, ...]:
+    generator = torch.Generator().manual_seed(batch * 100 + seq)
+    if MODELS[name][3] == "pixels":
+        return (torch.randn(batch, 3, IMAGE, IMAGE, generator=generator),)
+    ids = torch.randint(3, VOCAB, (batch, seq), generator=generator)
+    if MODELS[name][3] == "ids":
+        return (ids,)
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    mask[0, seq // 2 :] = 0
+    return ids, mask
+
+
+@pytest.mark.parametrize("name", DYNAMIC)
+def test_dynamic_shapes_match_eager_at_each_shape(name: str) -> None:
+    module, args = build(name)
+    batch, seq = Dim("batch", min=1, max=8), Dim("seq", min=2, max=60)
+    axes = {0: batch} if MODELS[name][3] == "pixels" else {0: batch, 1: seq}
+    case = f"zoo-{name}-dynamic"
+    try:
+        compiled = shlo.torch.compile(module, args, dynamic_shapes=(tuple(axes for _ in args),))
+    except shlo.ShloError:
+        if case in EXPECTED_FAILURES:
+            pytest.xfail(EXPECTED_FAILURES[case])
+        raise
+    assert case not in EXPECTED_FAILURES, "passes now: remove it from the list"
+    for batch_size, length in [(1, 5), (3, 44)]:
+        call_args = inputs_of_shape(name, batch_size, length)
+        with torch.no_grad():
+            want = module(*call_args).numpy()
+        assert_leaf_close(compiled(*call_args).numpy(), want, 1e-4, f"{name} {batch_size}x{length}")
+    assert len(compiled.executable.compiled_signatures) == 2
