@@ -29,6 +29,7 @@ _PASS_CLASSES = {
     "shlo-fix-elementwise-semantics": "frontend.fix_elementwise_semantics:FixElementwiseSemanticsPass",
     "shlo-fold-tuples": "decompose.fold_tuples:FoldTuplesPass",
     "shlo-forward-scalar-buffers": "linalg.forward_scalar_buffers:ForwardScalarBuffersPass",
+    "shlo-scalar-loop-state": "linalg.scalar_loop_state:ScalarLoopStatePass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",
     "shlo-free-after-last-use": "linalg.free_after_last_use:FreeAfterLastUsePass",
