@@ -56,3 +56,45 @@ func.func @kept(%x: f32, %p: i1, %out: memref<f32>) {
   memref.store %t, %out[] : memref<f32>
   return
 }
+
+// -----
+
+// A scan's step: the loaded value feeds a second buffer that is copied into
+// one element of the output. The copy becomes a store of the value, and the
+// second buffer goes too, after the first one's ops were erased.
+// CHECK-LABEL: func.func @copied_out
+// CHECK-SAME: (%[[X:.+]]: f32, %[[OUT:.+]]: memref<8xf32>, %[[I:.+]]: index)
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK: %[[VIEW:.+]] = memref.subview %[[OUT]][%[[I]]] [1] [1]
+// CHECK: memref.store %[[X]], %[[VIEW]][%{{.+}}] : memref<1xf32, strided<[1], offset: ?>>
+// CHECK-NEXT: return
+func.func @copied_out(%x: f32, %out: memref<8xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %a = memref.alloc() : memref<f32>
+  memref.store %x, %a[] : memref<f32>
+  %b = memref.alloc() : memref<1xf32>
+  %x1 = memref.load %a[] : memref<f32>
+  memref.store %x1, %b[%c0] : memref<1xf32>
+  memref.dealloc %a : memref<f32>
+  %view = memref.subview %out[%i] [1] [1] : memref<8xf32> to memref<1xf32, strided<[1], offset: ?>>
+  memref.copy %b, %view : memref<1xf32> to memref<1xf32, strided<[1], offset: ?>>
+  memref.dealloc %b : memref<1xf32>
+  return
+}
+
+// -----
+
+// Copied into, the buffer stays.
+// CHECK-LABEL: func.func @copied_into
+// CHECK: memref.alloc
+// CHECK: memref.copy %{{.+}}, %[[B:.+]] :
+// CHECK: memref.load %[[B]]
+func.func @copied_into(%in: memref<1xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %b = memref.alloc() : memref<1xf32>
+  memref.copy %in, %b : memref<1xf32> to memref<1xf32>
+  %v = memref.load %b[%c0] : memref<1xf32>
+  memref.dealloc %b : memref<1xf32>
+  return %v : f32
+}
