@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import shlo
 from jax import export
-from shlo.backends.cpu.pipeline import CpuPipeline
-from shlo.ir_utils import ops_named
+from loop_allocations import allocations_in_loops
 
 PASS = "shlo-forward-scalar-buffers"
+LOOPS = ("scf.for", "scf.parallel")
 
 
 def max_pool_loss(x):
@@ -24,26 +24,10 @@ def exported_gradient(shape: tuple[int, ...]) -> bytes:
     return export.export(jax.jit(jax.grad(max_pool_loss)))(spec).mlir_module_serialized
 
 
-def allocations_in_loops(source: bytes, with_pass: bool) -> int:
-    """memref.alloc ops nested in loops after the loop-codegen stage."""
-    module = shlo.load_module(source)
-    elements = CpuPipeline().elements(through="loop-codegen")
-    if not with_pass:
-        elements = [e for e in elements if e != PASS]
-    shlo.run_pipeline(module, elements)
-    count = 0
-    for alloc in ops_named(module.operation, "memref.alloc"):
-        parent = alloc.parent
-        while parent is not None and parent.name not in ("func.func", "scf.for", "scf.parallel"):
-            parent = parent.parent
-        count += parent is not None and parent.name != "func.func"
-    return count
-
-
 def test_select_and_scatter_bodies_allocate_nothing_per_element() -> None:
     source = exported_gradient((2, 8, 8, 3))
-    assert allocations_in_loops(source, with_pass=False) > 0
-    assert allocations_in_loops(source, with_pass=True) == 0
+    assert allocations_in_loops(source, LOOPS, without=PASS) > 0
+    assert allocations_in_loops(source, LOOPS) == 0
 
 
 def test_max_pool_gradient_matches_jax() -> None:

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import shlo
 from jax import export, lax
-from shlo.backends.cpu.pipeline import CpuPipeline
-from shlo.ir_utils import ops_named
+from loop_allocations import allocations_in_loops
 
 PASS = "shlo-scalar-loop-state"
 
@@ -35,22 +34,6 @@ def exported(fn, *args) -> bytes:
     return export.export(jax.jit(fn))(*args).mlir_module_serialized
 
 
-def allocations_in_loops(source: bytes, with_pass: bool) -> int:
-    """memref.alloc ops inside scf.while loops after the loop-codegen stage."""
-    module = shlo.load_module(source)
-    elements = CpuPipeline().elements(through="loop-codegen")
-    if not with_pass:
-        elements = [e for e in elements if e != PASS]
-    shlo.run_pipeline(module, elements)
-    count = 0
-    for alloc in ops_named(module.operation, "memref.alloc"):
-        parent = alloc.parent
-        while parent is not None and parent.name not in ("func.func", "scf.while"):
-            parent = parent.parent
-        count += parent is not None and parent.name == "scf.while"
-    return count
-
-
 @pytest.mark.parametrize(
     ("fn", "args"),
     [
@@ -61,7 +44,8 @@ def allocations_in_loops(source: bytes, with_pass: bool) -> int:
 )
 def test_scalar_state_allocates_nothing_per_iteration(fn, args) -> None:
     source = exported(fn, *args)
-    without, with_pass = (allocations_in_loops(source, with_pass=w) for w in (False, True))
+    without = allocations_in_loops(source, ("scf.while",), without=PASS)
+    with_pass = allocations_in_loops(source, ("scf.while",))
     # The mixed state's vector still takes two buffers an iteration, and the
     # float scalar one, for the kernel it is an argument of (10 without the pass).
     assert (without, with_pass) == ((10, 3) if fn is mixed_state else (4, 0))
