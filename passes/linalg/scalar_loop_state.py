@@ -58,10 +58,10 @@ def _extract(value: ir.Value) -> ir.Value:
     return create_value("tensor.extract", [value], element)
 
 
-def _as_tensor_in(block: ir.Block, argument: ir.BlockArgument, tensor: ir.Type) -> None:
+def _as_tensor_in(block: ir.Block, argument: ir.BlockArgument) -> None:
     """Make ``argument`` a scalar, rebuilt as the 0-d tensor its users take at the block's start."""
-    element = ir.RankedTensorType(tensor).element_type
-    argument.set_type(element)
+    tensor = argument.type
+    argument.set_type(ir.RankedTensorType(tensor).element_type)
     with ir.InsertionPoint.at_block_begin(block), block.owner.location:
         rebuilt = create_value("tensor.from_elements", [argument], tensor)
     argument.replace_all_uses_except(rebuilt, rebuilt.owner.operation)
@@ -74,18 +74,18 @@ def _extract_operands(op: ir.Operation, positions: list[int]) -> None:
             op.operands[position] = _extract(op.operands[position])
 
 
-def _scalarize(loop: ir.Operation) -> bool:
+def _scalarize(loop: ir.Operation) -> None:
     before, after = loop.regions[0].blocks[0], loop.regions[1].blocks[0]
     carried = [i for i, arg in enumerate(before.arguments) if _scalar_type(arg.type)]
     forwarded = [i for i, arg in enumerate(after.arguments) if _scalar_type(arg.type)]
     if not carried and not forwarded:
-        return False
+        return
     condition = list(before.operations)[-1]
     yield_ = list(after.operations)[-1]
     for i in carried:
-        _as_tensor_in(before, before.arguments[i], before.arguments[i].type)
+        _as_tensor_in(before, before.arguments[i])
     for i in forwarded:
-        _as_tensor_in(after, after.arguments[i], after.arguments[i].type)
+        _as_tensor_in(after, after.arguments[i])
     _extract_operands(loop, carried)
     _extract_operands(yield_, carried)
     # scf.condition's first operand is the condition; the forwarded values follow.
@@ -97,7 +97,6 @@ def _scalarize(loop: ir.Operation) -> bool:
             result.set_type(ir.RankedTensorType(tensor).element_type)
             rebuilt = create_value("tensor.from_elements", [result], tensor)
             result.replace_all_uses_except(rebuilt, rebuilt.owner.operation)
-    return True
 
 
 @dataclass(frozen=True)
