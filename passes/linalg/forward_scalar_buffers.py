@@ -37,8 +37,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir
-from shlo.ir_utils import create_value
+from shlo._mlir_compat import arith, ir
 from shlo.pass_framework import Pass
 
 _USERS = ("memref.load", "memref.store", "memref.dealloc", "memref.copy")
@@ -88,17 +87,13 @@ def _forward(alloc: ir.Operation, position: dict[ir.Operation, int]) -> bool:
         else:  # a copy out of the buffer stores the value at its one-element target
             target = read.operands[1]
             with ir.InsertionPoint(read), read.location:
-                zero = create_value("arith.constant", [], ir.IndexType.get(), value=_index(0))
+                zero = arith.ConstantOp(ir.IndexType.get(), 0).result
                 indices = [zero] * ir.MemRefType(target.type).rank
                 ir.Operation.create("memref.store", operands=[value, target, *indices])
     for user in set(users):
         user.erase()
     alloc.erase()
     return True
-
-
-def _index(value: int) -> ir.Attribute:
-    return ir.IntegerAttr.get(ir.IndexType.get(), value)
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,13 @@ from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import Pass
 
 
-def _scalar_type(type_: ir.Type) -> ir.Type | None:
-    """The element type of a 0-d tensor of integers or floats; None for anything else."""
-    if not isinstance(type_, ir.RankedTensorType) or type_.rank != 0:
-        return None
-    element = type_.element_type
-    return element if isinstance(element, ir.IntegerType | ir.FloatType) else None
+def _is_scalar_tensor(type_: ir.Type) -> bool:
+    """A 0-d tensor of integers or floats."""
+    return (
+        isinstance(type_, ir.RankedTensorType)
+        and type_.rank == 0
+        and isinstance(type_.element_type, ir.IntegerType | ir.FloatType)
+    )
 
 
 def _extract(value: ir.Value) -> ir.Value:
@@ -76,8 +77,8 @@ def _extract_operands(op: ir.Operation, positions: list[int]) -> None:
 
 def _scalarize(loop: ir.Operation) -> None:
     before, after = loop.regions[0].blocks[0], loop.regions[1].blocks[0]
-    carried = [i for i, arg in enumerate(before.arguments) if _scalar_type(arg.type)]
-    forwarded = [i for i, arg in enumerate(after.arguments) if _scalar_type(arg.type)]
+    carried = [i for i, arg in enumerate(before.arguments) if _is_scalar_tensor(arg.type)]
+    forwarded = [i for i, arg in enumerate(after.arguments) if _is_scalar_tensor(arg.type)]
     if not carried and not forwarded:
         return
     condition = list(before.operations)[-1]
