@@ -34,6 +34,7 @@ _PASS_CLASSES = {
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",
     "shlo-free-after-last-use": "linalg.free_after_last_use:FreeAfterLastUsePass",
     "shlo-fuse-rows": "cpu.fuse_rows:FuseRowsPass",
+    "shlo-hoist-loop-invariants": "decompose.hoist_loop_invariants:HoistLoopInvariantsPass",
     "shlo-guard-integer-division": "frontend.guard_integer_division:GuardIntegerDivisionPass",
     "shlo-innermost-parallel-dim-first": "cuda.innermost_parallel_dim_first:InnermostParallelDimFirstPass",
     "shlo-copies-to-kernels": "cuda.copies_to_kernels:CopiesToKernelsPass",

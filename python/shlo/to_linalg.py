@@ -38,6 +38,8 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-normalize-reduce",
     "shlo-fold-tuples",
     "shlo-lower-reduce-window-scan",
+    # After the lowerings above, which may emit loops; on stablehlo.while.
+    "shlo-hoist-loop-invariants",
     # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
     "shlo-lower-control-flow",
 )
