@@ -1,0 +1,216 @@
+"""Real models against XLA: transformers' Flax models, an nnx block and greedy generation.
+
+The bench's own models are kernels and three small networks; this times the
+programs the issue measured shlo on (GPT-2, BERT, Llama, ViT, an nnx
+transformer block) and their relatives, at a few hundred wide and four
+layers, randomly initialized (nothing is downloaded). The ``*_generate``
+models are transformers' own ``generate``: a ``lax.while_loop`` over the
+model with its key/value cache, 32 new tokens. Each model is exported once
+from jax and checked against jax.jit (``bench.systems.compare``); shlo and
+XLA are timed in interleaved rounds in one process. It prints a table of
+median ms, the ratio shlo / XLA and both compile times.
+
+  .venv/bin/python -m bench.zoo [--only bert,gpt2_generate] [--repeats 5] [--quick]
+
+``--quick`` builds every model at a tiny size and times one round: it checks
+that the script and the models work, not their speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np
+
+from bench import models
+from bench.systems import Case, compare, prepare_shlo, prepare_xla
+from bench.timing import interleaved_medians
+
+VOCAB, SEQ, NEW_TOKENS = 4000, 128, 32
+Builder = Callable[[bool], tuple[Callable[..., Any], tuple[Any, ...]]]
+
+
+def _token_ids(shape: tuple[int, ...]) -> np.ndarray:
+    return np.random.default_rng(0).integers(3, VOCAB, shape, dtype=np.int32)
+
+
+def _size(quick: bool) -> dict[str, int]:
+    """Width, layers, heads and MLP width of the text models."""
+    if quick:
+        return dict(hidden=32, layers=1, heads=2, mlp=64, seq=8)
+    return dict(hidden=512, layers=4, heads=8, mlp=2048, seq=SEQ)
+
+
+def _transformers_model(model_class: str, config_class: str, config: dict[str, Any]) -> Any:
+    import transformers
+
+    config_object = getattr(transformers, config_class)(**config)
+    return getattr(transformers, model_class)(config_object, seed=0)
+
+
+def encoder(model_class: str, config_class: str, **extra: Any) -> Builder:
+    """A text encoder's last hidden state for one sequence."""
+
+    def build(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        s = _size(quick)
+        config = dict(
+            vocab_size=VOCAB,
+            hidden_size=s["hidden"],
+            num_hidden_layers=s["layers"],
+            num_attention_heads=s["heads"],
+            intermediate_size=s["mlp"],
+            max_position_embeddings=512,
+        )
+        model = _transformers_model(model_class, config_class, {**config, **extra})
+        forward = lambda params, ids: model(ids, params=params).last_hidden_state  # noqa: E731
+        return forward, (model.params, _token_ids((1, s["seq"])))
+
+    return build
+
+
+def language_model(
+    model_class: str,
+    config_class: str,
+    config: Callable[[dict[str, int]], dict[str, Any]],
+    generate: bool = False,
+) -> Builder:
+    """A decoder's logits for one sequence, or its greedy continuation by 32 tokens."""
+
+    def build(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        s = _size(quick)
+        model = _transformers_model(model_class, config_class, {"vocab_size": VOCAB, **config(s)})
+        if not generate:
+            forward = lambda params, ids: model(ids, params=params).logits  # noqa: E731
+            return forward, (model.params, _token_ids((1, s["seq"])))
+        new_tokens = 4 if quick else NEW_TOKENS
+
+        def continuation(params, ids):
+            return model.generate(
+                ids, params=params, max_new_tokens=new_tokens, do_sample=False, pad_token_id=0
+            ).sequences
+
+        return continuation, (model.params, _token_ids((2, 16)))
+
+    return build
+
+
+def gpt2_config(s: dict[str, int]) -> dict[str, Any]:
+    return dict(n_positions=512, n_embd=s["hidden"], n_layer=s["layers"], n_head=s["heads"])
+
+
+def llama_config(s: dict[str, int]) -> dict[str, Any]:
+    return dict(
+        hidden_size=s["hidden"],
+        intermediate_size=s["mlp"] * 11 // 16,
+        num_hidden_layers=s["layers"],
+        num_attention_heads=s["heads"],
+        num_key_value_heads=s["heads"] // 2,
+        max_position_embeddings=512,
+    )
+
+
+def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """ViT on one 224x224 image (patches of 16): 196 tokens, 384 wide."""
+    image, hidden = (32, 32) if quick else (224, 384)
+    model = _transformers_model(
+        "FlaxViTModel",
+        "ViTConfig",
+        dict(
+            image_size=image,
+            patch_size=16,
+            hidden_size=hidden,
+            num_hidden_layers=1 if quick else 4,
+            num_attention_heads=2 if quick else 6,
+            intermediate_size=4 * hidden,
+        ),
+    )
+    pixels = models.normal((1, 3, image, image))
+    return (lambda params, x: model(x, params=params).last_hidden_state), (model.params, pixels)
+
+
+def nnx_block(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """A pre-norm transformer block in flax.nnx: causal attention and a gelu MLP."""
+    from flax import nnx
+
+    dim, heads, seq = (32, 2, 8) if quick else (512, 8, SEQ)
+
+    class Block(nnx.Module):
+        def __init__(self, rngs: nnx.Rngs) -> None:
+            self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
+            self.attention = nnx.MultiHeadAttention(
+                num_heads=heads, in_features=dim, decode=False, rngs=rngs
+            )
+            self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
+            self.up = nnx.Linear(dim, 4 * dim, rngs=rngs)
+            self.down = nnx.Linear(4 * dim, dim, rngs=rngs)
+
+        def __call__(self, x):
+            mask = nnx.make_causal_mask(x[..., 0])
+            x = x + self.attention(self.norm1(x), mask=mask)
+            return x + self.down(nnx.gelu(self.up(self.norm2(x))))
+
+    graphdef, state = nnx.split(Block(nnx.Rngs(0)))
+    forward = lambda state, x: nnx.merge(graphdef, state)(x)  # noqa: E731
+    return forward, (state, models.normal((1, seq, dim)))
+
+
+ZOO: dict[str, Builder] = {
+    "bert": encoder("FlaxBertModel", "BertConfig"),
+    "roberta": encoder("FlaxRobertaModel", "RobertaConfig"),
+    "electra": encoder("FlaxElectraModel", "ElectraConfig", embedding_size=128),
+    "gpt2": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config),
+    "llama": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config),
+    "vit": vit,
+    "nnx_block": nnx_block,
+    "gpt2_generate": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, True),
+    "llama_generate": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config, True),
+}
+
+
+def measure(name: str, quick: bool, repeats: int) -> dict[str, Any]:
+    fn, args = ZOO[name](quick)
+    model = models.Model(name=name, shapes="", fn=fn, args=args, work=None, unit="flop")
+    case = Case.export(model)
+    shlo, xla = prepare_shlo(case, None), prepare_xla(case)
+    problem, error = compare(shlo.outputs, xla.outputs, model.rtol)
+    if problem:
+        raise SystemExit(f"{name}: shlo differs from jax.jit: {problem}")
+    budget = 0.01 if quick else 0.3
+    shlo_s, xla_s = interleaved_medians([shlo.call, xla.call], repeats, budget)
+    return dict(
+        name=name,
+        shlo_ms=shlo_s * 1e3,
+        xla_ms=xla_s * 1e3,
+        ratio=shlo_s / xla_s,
+        compile_s=(shlo.compile_s, xla.compile_s),
+        error=error,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", help="comma-separated models (default: all)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="tiny models, one round")
+    options = parser.parse_args(argv)
+    names = options.only.split(",") if options.only else list(ZOO)
+    repeats = 1 if options.quick else options.repeats
+    print("| model | shlo ms | XLA ms | shlo / XLA | compile s shlo / XLA | max error |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in names:
+        row = measure(name, options.quick, repeats)
+        shlo_compile, xla_compile = row["compile_s"]
+        print(
+            f"| {name} | {row['shlo_ms']:.3g} | {row['xla_ms']:.3g} | {row['ratio']:.2f}"
+            f" | {shlo_compile:.2f} / {xla_compile:.2f} | {row['error']:.1e} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
