@@ -5,9 +5,10 @@ programs the issue measured shlo on (GPT-2, BERT, Llama, ViT, an nnx
 transformer block) and their relatives, at a few hundred wide and four
 layers, randomly initialized (nothing is downloaded). The ``*_generate``
 models are transformers' own ``generate``: a ``lax.while_loop`` over the
-model with its key/value cache, 32 new tokens. Each model is exported once
-from jax and checked against jax.jit (``bench.systems.compare``); shlo and
-XLA are timed in interleaved rounds in one process. It prints a table of
+model with its key/value cache, 32 new tokens; the ``*_bf16`` models compute
+in bf16 and store their weights in it (compared within 3e-2). Each model is
+exported once from jax and checked against jax.jit (``bench.systems.compare``);
+shlo and XLA are timed in interleaved rounds in one process. It prints a table of
 median ms, the ratio shlo / XLA and both compile times.
 
   .venv/bin/python -m bench.zoo [--only bert,gpt2_generate] [--repeats 5] [--quick]
@@ -46,15 +47,21 @@ def _size(quick: bool) -> dict[str, int]:
     return dict(hidden=512, layers=4, heads=8, mlp=2048, seq=SEQ)
 
 
-def _transformers_model(model_class: str, config_class: str, config: dict[str, Any]) -> Any:
+def _transformers_model(
+    model_class: str, config_class: str, config: dict[str, Any], bf16: bool = False
+) -> tuple[Any, Any]:
+    """The model and its parameters, computing and stored in bf16 when ``bf16``."""
+    import jax.numpy as jnp
     import transformers
 
     config_object = getattr(transformers, config_class)(**config)
-    return getattr(transformers, model_class)(config_object, seed=0)
+    dtype = jnp.bfloat16 if bf16 else jnp.float32
+    model = getattr(transformers, model_class)(config_object, seed=0, dtype=dtype)
+    return model, model.to_bf16(model.params) if bf16 else model.params
 
 
-def encoder(model_class: str, config_class: str, **extra: Any) -> Builder:
-    """A text encoder's last hidden state for one sequence."""
+def encoder(model_class: str, config_class: str, bf16: bool = False, **extra: Any) -> Builder:
+    """A text encoder's last hidden state for one sequence (in bf16: weights too)."""
 
     def build(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         s = _size(quick)
@@ -66,9 +73,9 @@ def encoder(model_class: str, config_class: str, **extra: Any) -> Builder:
             intermediate_size=s["mlp"],
             max_position_embeddings=512,
         )
-        model = _transformers_model(model_class, config_class, {**config, **extra})
+        model, params = _transformers_model(model_class, config_class, {**config, **extra}, bf16)
         forward = lambda params, ids: model(ids, params=params).last_hidden_state  # noqa: E731
-        return forward, (model.params, _token_ids((1, s["seq"])))
+        return forward, (params, _token_ids((1, s["seq"])))
 
     return build
 
@@ -78,15 +85,18 @@ def language_model(
     config_class: str,
     config: Callable[[dict[str, int]], dict[str, Any]],
     generate: bool = False,
+    bf16: bool = False,
 ) -> Builder:
     """A decoder's logits for one sequence, or its greedy continuation by 32 tokens."""
 
     def build(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         s = _size(quick)
-        model = _transformers_model(model_class, config_class, {"vocab_size": VOCAB, **config(s)})
+        model, params = _transformers_model(
+            model_class, config_class, {"vocab_size": VOCAB, **config(s)}, bf16
+        )
         if not generate:
             forward = lambda params, ids: model(ids, params=params).logits  # noqa: E731
-            return forward, (model.params, _token_ids((1, s["seq"])))
+            return forward, (params, _token_ids((1, s["seq"])))
         new_tokens = 4 if quick else NEW_TOKENS
 
         def continuation(params, ids):
@@ -94,7 +104,7 @@ def language_model(
                 ids, params=params, max_new_tokens=new_tokens, do_sample=False, pad_token_id=0
             ).sequences
 
-        return continuation, (model.params, _token_ids((2, 16)))
+        return continuation, (params, _token_ids((2, 16)))
 
     return build
 
@@ -117,7 +127,7 @@ def llama_config(s: dict[str, int]) -> dict[str, Any]:
 def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """ViT on one 224x224 image (patches of 16): 196 tokens, 384 wide."""
     image, hidden = (32, 32) if quick else (224, 384)
-    model = _transformers_model(
+    model, params = _transformers_model(
         "FlaxViTModel",
         "ViTConfig",
         dict(
@@ -130,7 +140,7 @@ def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
         ),
     )
     pixels = models.normal((1, 3, image, image))
-    return (lambda params, x: model(x, params=params).last_hidden_state), (model.params, pixels)
+    return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
 
 
 def nnx_block(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -167,6 +177,8 @@ ZOO: dict[str, Builder] = {
     "llama": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config),
     "vit": vit,
     "nnx_block": nnx_block,
+    "bert_bf16": encoder("FlaxBertModel", "BertConfig", bf16=True),
+    "gpt2_bf16": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, bf16=True),
     "gpt2_generate": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, True),
     "llama_generate": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config, True),
 }
@@ -174,7 +186,9 @@ ZOO: dict[str, Builder] = {
 
 def measure(name: str, quick: bool, repeats: int) -> dict[str, Any]:
     fn, args = ZOO[name](quick)
-    model = models.Model(name=name, shapes="", fn=fn, args=args, work=None, unit="flop")
+    # bf16 keeps 8 bits: a few units in its last place of the largest output.
+    rtol = 3e-2 if name.endswith("_bf16") else models.Model.rtol
+    model = models.Model(name, "", fn, args, work=None, unit="flop", rtol=rtol)
     case = Case.export(model)
     shlo, xla = prepare_shlo(case, None), prepare_xla(case)
     problem, error = compare(shlo.outputs, xla.outputs, model.rtol)
