@@ -143,14 +143,12 @@ def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
 
 
-def nnx_block(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+def pre_norm_block(dim: int, heads: int, rngs: Any) -> Any:
     """A pre-norm transformer block in flax.nnx: causal attention and a gelu MLP."""
     from flax import nnx
 
-    dim, heads, seq = (32, 2, 8) if quick else (512, 8, SEQ)
-
-    class Block(nnx.Module):
-        def __init__(self, rngs: nnx.Rngs) -> None:
+    class PreNormBlock(nnx.Module):
+        def __init__(self) -> None:
             self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
             self.attention = nnx.MultiHeadAttention(
                 num_heads=heads, in_features=dim, decode=False, rngs=rngs
@@ -164,7 +162,15 @@ def nnx_block(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
             x = x + self.attention(self.norm1(x), mask=mask)
             return x + self.down(nnx.gelu(self.up(self.norm2(x))))
 
-    graphdef, state = nnx.split(Block(nnx.Rngs(0)))
+    return PreNormBlock()
+
+
+def nnx_block(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``pre_norm_block`` on one sequence, its state an argument."""
+    from flax import nnx
+
+    dim, heads, seq = (32, 2, 8) if quick else (512, 8, SEQ)
+    graphdef, state = nnx.split(pre_norm_block(dim, heads, nnx.Rngs(0)))
     forward = lambda state, x: nnx.merge(graphdef, state)(x)  # noqa: E731
     return forward, (state, models.normal((1, seq, dim)))
 

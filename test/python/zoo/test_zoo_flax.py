@@ -5,6 +5,9 @@ Parameters and batch statistics are arguments of the exported function.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 from zoo_harness import check
+
+# The pre-norm block is the bench's (bench/ is a package at the repository root).
+sys.path.insert(0, str(Path(__file__).parents[3]))
+from bench.zoo import pre_norm_block
 
 KEY = jax.random.PRNGKey(0)
 
@@ -120,26 +127,8 @@ def test_conv_zoo() -> None:
     check("linen_conv_zoo", fn, args)
 
 
-class NnxBlock(nnx.Module):
-    """A pre-norm transformer block: causal self-attention and an MLP."""
-
-    def __init__(self, dim: int, heads: int, rngs: nnx.Rngs) -> None:
-        self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
-        self.attention = nnx.MultiHeadAttention(
-            num_heads=heads, in_features=dim, decode=False, rngs=rngs
-        )
-        self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
-        self.up = nnx.Linear(dim, 4 * dim, rngs=rngs)
-        self.down = nnx.Linear(4 * dim, dim, rngs=rngs)
-
-    def __call__(self, x):
-        mask = nnx.make_causal_mask(x[..., 0])
-        x = x + self.attention(self.norm1(x), mask=mask)
-        return x + self.down(nnx.gelu(self.up(self.norm2(x))))
-
-
 def test_nnx_transformer_block() -> None:
-    graphdef, state = nnx.split(NnxBlock(32, 4, nnx.Rngs(0)))
+    graphdef, state = nnx.split(pre_norm_block(32, 4, nnx.Rngs(0)))
 
     def forward(state, x):
         return nnx.merge(graphdef, state)(x)
