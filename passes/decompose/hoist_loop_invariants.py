@@ -39,12 +39,12 @@ an inner loop can leave the outer one too.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
+from shlo.frontend import array_bytes
 from shlo.ir_utils import defining_op, ops_named
 from shlo.pass_framework import Pass
 from shlo.passes.decompose.lower_control_flow import move_body
@@ -67,22 +67,6 @@ PURE_OPS = frozenset(
 # Cheap to compute again: copied out of the loop for the ops that move, kept
 # in it for the others (a broadcast there fuses into its users).
 REPLICABLE = frozenset(("stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.iota"))
-
-
-def _bits(type_: ir.Type) -> int | None:
-    """The size of a static tensor in bits; None for anything else."""
-    if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:
-        return None
-    element = type_.element_type
-    if isinstance(element, ir.ComplexType):
-        element = element.element_type
-        factor = 2
-    else:
-        factor = 1
-    width = getattr(element, "width", None)
-    if not isinstance(width, int):
-        return None
-    return math.prod(type_.shape) * width * factor
 
 
 def _drop_unchanged_carries(loop: ir.Operation) -> ir.Operation:
@@ -148,29 +132,29 @@ class _Hoister:
             return ir.BlockArgument(value).owner != self.body
         return owner.parent != self.loop or self.replicable(value)  # or moved already
 
-    def source_bits(self, value: ir.Value) -> int | None:
-        """The bits a value is made from: through replicable ops, what they read."""
+    def source_bytes(self, value: ir.Value) -> int | None:
+        """The bytes a value is made from: through replicable ops, what they read."""
         if not self.replicable(value):
-            return _bits(value.type)
+            return array_bytes(value.type)
         owner = defining_op(value)
         if owner.name == "stablehlo.constant":
             data = owner.attributes["value"].maybe_downcast()
-            whole = _bits(value.type)
+            whole = array_bytes(value.type)
             splat = isinstance(data, ir.DenseElementsAttr) and data.is_splat and len(data) > 0
             return whole // len(data) if splat and whole is not None else whole
-        return self._sum(self.source_bits(operand) for operand in owner.operands)
+        return self._sum(self.source_bytes(operand) for operand in owner.operands)
 
     @staticmethod
-    def _sum(bits: Iterable[int | None]) -> int | None:
-        values = list(bits)
+    def _sum(sizes: Iterable[int | None]) -> int | None:
+        values = list(sizes)
         return None if None in values else sum(values)
 
     def worth_moving(self, op: ir.Operation) -> bool:
         """Pure, with invariant operands, and no larger than what it reads."""
         if op.name not in PURE_OPS or not all(self.invariant(v) for v in op.operands):
             return False
-        results = self._sum(_bits(value.type) for value in op.results)
-        operands = self._sum(self.source_bits(value) for value in op.operands)
+        results = self._sum(array_bytes(value.type) for value in op.results)
+        operands = self._sum(self.source_bytes(value) for value in op.operands)
         return results is not None and operands is not None and results <= operands
 
     def outside(self, value: ir.Value) -> ir.Value:
