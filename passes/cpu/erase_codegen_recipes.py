@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import FUSED_TRANSPOSE, PARTIAL_TILES
+from shlo.backends.cpu.codegen_recipes import DOT_ROWS, FUSED_TRANSPOSE, PARTIAL_TILES
 from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 
@@ -41,7 +41,14 @@ class EraseCodegenRecipesPass(Pass):
 
 # What shlo-fuse-rows and shlo-plan-vector-codegen put on the ops they plan, and the codegen
 # recipes on the loops over partial tiles.
-_TAGS = ("shlo.codegen_op", "shlo.vectorize", "shlo.row_op", PARTIAL_TILES, FUSED_TRANSPOSE)
+_TAGS = (
+    "shlo.codegen_op",
+    "shlo.vectorize",
+    "shlo.row_op",
+    PARTIAL_TILES,
+    FUSED_TRANSPOSE,
+    DOT_ROWS,
+)
 
 
 def _erase_tags(module: ir.Operation) -> None:

@@ -30,14 +30,18 @@ from shlo.pass_framework import Pass, PassError
 
 @dataclass(frozen=True)
 class InsertCodegenRecipesPass(Pass):
-    """Add the transform sequence applying ``recipes`` (names from shlo.backends.cpu.codegen_recipes)."""
+    """Add the transform sequence applying ``recipes`` (names from shlo.backends.cpu.codegen_recipes).
+
+    ``threads``: how many threads the recipes that split work evenly plan for.
+    """
 
     argument: ClassVar[str] = "shlo-insert-codegen-recipes"
     recipes: tuple[str, ...] = ()
+    threads: int = 1
 
     def run(self, module: ir.Operation) -> None:
         try:
-            text = transform_module_text(self.recipes)
+            text = transform_module_text(self.recipes, self.threads)
         except ValueError as error:
             raise PassError(module.location, str(error)) from None
         append_transform_sequence(module, text)

@@ -48,38 +48,97 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<16x2xf32>)
 
 // A transpose that only the matmul reads goes into its function, tagged for
 // the recipe to compute block by block; one that something else also reads
-// stays.
+// stays. (With up to 8 rows, see @dot_rows.)
 #t = affine_map<(d0, d1) -> (d1, d0)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-LABEL: func.func @transposed
-func.func @transposed(%a: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<8x16xf32>) {
+func.func @transposed(%a: tensor<12x8xf32>, %w: tensor<16x8xf32>) -> (tensor<12x16xf32>, tensor<12x16xf32>, tensor<8x16xf32>) {
   %zero = arith.constant 0.0 : f32
   %et = tensor.empty() : tensor<8x16xf32>
   %wt = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x8xf32>) outs(%et : tensor<8x16xf32>) {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   } -> tensor<8x16xf32>
-  %e0 = tensor.empty() : tensor<4x16xf32>
-  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  // CHECK: call @shlo_contraction_0(%{{.+}}, %{{.+}}) : (tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
-  %m0 = linalg.matmul ins(%a, %wt : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f0 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e0 = tensor.empty() : tensor<12x16xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  // CHECK: call @shlo_contraction_0(%{{.+}}, %{{.+}}) : (tensor<16x8xf32>, tensor<12x8xf32>) -> tensor<12x16xf32>
+  %m0 = linalg.matmul ins(%a, %wt : tensor<12x8xf32>, tensor<8x16xf32>) outs(%f0 : tensor<12x16xf32>) -> tensor<12x16xf32>
   // CHECK: %[[SHARED:.+]] = linalg.generic
   // CHECK-NOT: shlo.fused_transpose
-  // CHECK: call @shlo_contraction_1(%{{.+}}, %[[SHARED]]) : (tensor<4x8xf32>, tensor<8x16xf32>)
+  // CHECK: call @shlo_contraction_1(%{{.+}}, %[[SHARED]]) : (tensor<12x8xf32>, tensor<8x16xf32>)
   %et1 = tensor.empty() : tensor<8x16xf32>
   %wt1 = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x8xf32>) outs(%et1 : tensor<8x16xf32>) {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   } -> tensor<8x16xf32>
-  %e1 = tensor.empty() : tensor<4x16xf32>
-  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %m1 = linalg.matmul ins(%a, %wt1 : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  return %m0, %m1, %wt1 : tensor<4x16xf32>, tensor<4x16xf32>, tensor<8x16xf32>
+  %e1 = tensor.empty() : tensor<12x16xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %m1 = linalg.matmul ins(%a, %wt1 : tensor<12x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<12x16xf32>) -> tensor<12x16xf32>
+  return %m0, %m1, %wt1 : tensor<12x16xf32>, tensor<12x16xf32>, tensor<8x16xf32>
 }
 // CHECK-LABEL: func.func private @shlo_contraction_0
-// CHECK-SAME: (%[[W:.+]]: tensor<16x8xf32>, %[[X:.+]]: tensor<4x8xf32>)
+// CHECK-SAME: (%[[W:.+]]: tensor<16x8xf32>, %[[X:.+]]: tensor<12x8xf32>)
 // CHECK: %[[T:.+]] = linalg.generic {{.*}} ins(%[[W]] : tensor<16x8xf32>) {{.*}} attrs = {shlo.fused_transpose}
-// CHECK: linalg.matmul ins(%[[X]], %[[T]] : tensor<4x8xf32>, tensor<8x16xf32>)
+// CHECK: linalg.matmul ins(%[[X]], %[[T]] : tensor<12x8xf32>, tensor<8x16xf32>)
 // CHECK-LABEL: func.func private @shlo_contraction_1
+// CHECK-NOT: shlo.fused_transpose
+// CHECK: linalg.matmul
+
+// -----
+
+// A matmul of at most 8 rows whose f32 rhs is a transpose only it reads
+// becomes dot products of the weight's rows, reading the weight itself; with
+// a transpose that something else reads, or i32, it stays a matmul and its
+// transpose is not fused (the narrow recipe splits the columns over threads).
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @dot_rows
+func.func @dot_rows(%a: tensor<8x4xf32>, %w: tensor<16x4xf32>, %ai: tensor<8x4xi32>, %wi: tensor<16x4xi32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<8x16xi32>) {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<4x16xf32>
+  %wt = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x4xf32>) outs(%et : tensor<4x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x16xf32>
+  %e0 = tensor.empty() : tensor<8x16xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  // CHECK: call @shlo_contraction_0(%{{.+}}, %{{.+}}) : (tensor<8x4xf32>, tensor<16x4xf32>) -> tensor<8x16xf32>
+  %m0 = linalg.matmul ins(%a, %wt : tensor<8x4xf32>, tensor<4x16xf32>) outs(%f0 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  // CHECK: %[[SHARED:.+]] = linalg.generic
+  // CHECK: call @shlo_contraction_1(%{{.+}}, %[[SHARED]]) : (tensor<8x4xf32>, tensor<4x16xf32>)
+  %et1 = tensor.empty() : tensor<4x16xf32>
+  %wt1 = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x4xf32>) outs(%et1 : tensor<4x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x16xf32>
+  %e1 = tensor.empty() : tensor<8x16xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %m1 = linalg.matmul ins(%a, %wt1 : tensor<8x4xf32>, tensor<4x16xf32>) outs(%f1 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  // CHECK: %[[WTI:.+]] = linalg.generic
+  // CHECK: call @shlo_contraction_2(%{{.+}}, %[[WTI]]) : (tensor<8x4xi32>, tensor<4x16xi32>)
+  %zi = arith.constant 0 : i32
+  %eti = tensor.empty() : tensor<4x16xi32>
+  %wti = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%wi : tensor<16x4xi32>) outs(%eti : tensor<4x16xi32>) {
+  ^bb0(%in: i32, %out: i32):
+    linalg.yield %in : i32
+  } -> tensor<4x16xi32>
+  %ei = tensor.empty() : tensor<8x16xi32>
+  %fi = linalg.fill ins(%zi : i32) outs(%ei : tensor<8x16xi32>) -> tensor<8x16xi32>
+  %mi = linalg.matmul ins(%ai, %wti : tensor<8x4xi32>, tensor<4x16xi32>) outs(%fi : tensor<8x16xi32>) -> tensor<8x16xi32>
+  return %m0, %m1, %wt1, %mi : tensor<8x16xf32>, tensor<8x16xf32>, tensor<4x16xf32>, tensor<8x16xi32>
+}
+// CHECK-LABEL: func.func private @shlo_contraction_0
+// CHECK-SAME: (%[[X:.+]]: tensor<8x4xf32>, %[[W:.+]]: tensor<16x4xf32>)
+// CHECK-NOT: linalg.matmul
+// CHECK: %[[F:.+]] = linalg.fill
+// CHECK: linalg.generic {{{.*}} iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME: ins(%[[X]], %[[W]] : tensor<8x4xf32>, tensor<16x4xf32>) outs(%[[F]] : tensor<8x16xf32>)
+// CHECK-SAME: shlo.dot_rows
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK-LABEL: func.func private @shlo_contraction_1
+// CHECK-NOT: shlo.dot_rows
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @shlo_contraction_2
 // CHECK-NOT: shlo.fused_transpose
 // CHECK: linalg.matmul

@@ -70,6 +70,8 @@ VECTOR_RECIPES = dataclasses.replace(
         *SCALAR_LOOPS.loop_passes,
         "scf-forall-to-parallel",
         "convert-scf-to-openmp{num-threads=2}",
+        # The sums across the lanes of the dot-rows recipe's accumulators.
+        "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction})",
         "convert-vector-to-scf{full-unroll=true}",
         "func.func(lower-vector-mask)",
         # Inlines the memref.alloca_scope of each OpenMP loop body before the
@@ -145,6 +147,90 @@ MATMUL_SHAPES = [
 def test_vectorized_matmul_matches_numpy(m: int, k: int, n: int) -> None:
     got, (a, b) = run_f32(matmul_source(m, k, n), (m, k), (k, n))
     assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
+
+
+# Up to 8 rows: the narrow tiles (1 x 128 up to 3 rows, 2 x 128 up to 8),
+# the columns split evenly over the threads; partial register tiles in both
+# dimensions, an even and an odd row count, and the 8x32 tiles from 9 rows.
+NARROW_SHAPES = [
+    (1, 1, 1),
+    (1, 512, 1408),
+    (2, 129, 257),
+    (3, 64, 7),
+    (4, 100, 300),
+    (5, 70, 129),
+    (8, 33, 640),
+    (9, 40, 260),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize(("m", "k", "n"), NARROW_SHAPES)
+def test_narrow_matmuls_match_numpy(m: int, k: int, n: int, threads: int) -> None:
+    rng = np.random.default_rng(m * k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
+    got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(a, b)
+    assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
+
+
+@pytest.mark.parametrize(
+    ("m", "accumulators"),
+    [
+        (1, "vector<1x128xf32>"),
+        (3, "vector<1x128xf32>"),
+        (8, "vector<2x128xf32>"),
+        (9, "vector<8x32xf32>"),
+    ],
+)
+def test_narrow_matmuls_split_their_columns_over_the_threads(m: int, accumulators: str) -> None:
+    module = shlo.load_module(matmul_source(m, 512, 1000))
+    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=3)
+    run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
+    tiles = str(module)
+    assert re.search(rf"scf.for .* iter_args\(.*\) -> \({accumulators}\)", tiles)
+    # Three threads, each a third of the columns (rounded up), or 256-row,
+    # 128-column tiles from 9 rows.
+    assert re.search(
+        r"scf\.forall .* in \((1, )?3\)" if m <= 8 else r"scf\.forall .* in \(1, 8\)", tiles
+    )
+    assert ("d0 * 334" in tiles) == (m <= 8)
+
+
+def transposed_weight_source(m: int, k: int, n: int) -> str:
+    """x[m, k] @ w[n, k].T, as jax exports a tied output layer."""
+    return dot_source((m, k), (n, k), "contracting_dims = [1] x [1]", (m, n), "f32")
+
+
+# Dot products of w's rows, up to 8 rows of x: full and partial tiles of 4
+# rows of w, k in and out of steps of 16 lanes, k = 1.
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("m", "k", "n"),
+    [(1, 1, 1), (1, 768, 1000), (2, 100, 257), (3, 7, 9), (8, 48, 130), (9, 40, 70)],
+)
+def test_narrow_matmuls_of_a_transposed_weight_match_numpy(
+    m: int, k: int, n: int, threads: int
+) -> None:
+    rng = np.random.default_rng(m * k + n)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
+    got = shlo.compile(transposed_weight_source(m, k, n), isolate=False, pipeline=pipeline)(x, w)
+    assert_close_f32(got, (x.astype(np.float64) @ w.T).astype(np.float32), k)
+
+
+def test_narrow_matmul_of_a_transposed_weight_reads_its_rows() -> None:
+    module = shlo.load_module(transposed_weight_source(2, 768, 1000))
+    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=2)
+    run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
+    tiles = str(module)
+    # No transposed copy of w: 16 lanes of k of 4 of its rows at a time, summed across once.
+    assert "768x1000" not in tiles and "tensor<1000x768xf32>" in tiles
+    assert re.search(r"scf.for .* iter_args\(.*\) -> \(vector<1x4x16xf32>\)", tiles)
+    assert "vector.reduction <add>" in tiles or "vector.multi_reduction <add>" in tiles
+    assert re.search(r"scf\.forall .* in \((1, )?2\)", tiles)
 
 
 @pytest.mark.parametrize(
@@ -383,6 +469,16 @@ def test_recipes_in_the_vectorized_strategy_match_numpy() -> None:
         pipeline = CpuPipeline(strategy=strategy, threads=2)
         got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(a, b)
         assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
+    # Narrow ones, and dot products of a transposed weight's rows.
+    for m, k, n in ((2, 100, 257), (8, 48, 130)):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        pipeline = CpuPipeline(strategy=strategy, threads=2)
+        got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(x, w.T.copy())
+        assert_close_f32(got, (x.astype(np.float64) @ w.T).astype(np.float32), k)
+        source = transposed_weight_source(m, k, n)
+        got = shlo.compile(source, isolate=False, pipeline=pipeline)(x, w)
+        assert_close_f32(got, (x.astype(np.float64) @ w.T).astype(np.float32), k)
 
 
 def test_partial_tile_marks_are_erased() -> None:

@@ -67,7 +67,8 @@ class CodegenStrategy:
                 # The recipes transform each distinct contraction once, in its
                 # own small function; inline puts the result back.
                 "shlo-outline-contractions",
-                f"shlo-insert-codegen-recipes{{recipes={','.join(self.recipes)}}}",
+                "shlo-insert-codegen-recipes"
+                f"{{recipes={','.join(self.recipes)} threads={threads}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
                 "inline{default-pipeline=}",
