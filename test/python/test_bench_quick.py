@@ -232,3 +232,12 @@ def test_zoo_runs_each_kind_of_model() -> None:
     for row in rows[1:]:
         tolerance = 3e-2 if row[1].strip().endswith("_bf16") else 1e-4
         assert float(row[2]) > 0 and float(row[3]) > 0 and float(row[6]) < tolerance, row
+
+
+def test_decode_runs_each_program() -> None:
+    command = [sys.executable, "-m", "bench.decode", "--quick"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert [row[1].strip() for row in rows[1:]] == ["mlp m=2", "tied_output"]
+    for row in rows[1:]:
+        assert all(float(row[i]) > 0 for i in range(2, 8)), row
