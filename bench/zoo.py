@@ -3,7 +3,8 @@
 The bench's own models are kernels and three small networks; this times the
 programs the issue measured shlo on (GPT-2, BERT, Llama, ViT, an nnx
 transformer block) and their relatives, at a few hundred wide and four
-layers, randomly initialized (nothing is downloaded). The ``*_generate``
+layers, randomly initialized (nothing is downloaded), and RegNet (grouped
+convolutions) at transformers' default size. The ``*_generate``
 models are transformers' own ``generate``: a ``lax.while_loop`` over the
 model with its key/value cache, 32 new tokens; the ``*_bf16`` models compute
 in bf16 and store their weights in it (compared within 3e-2). Each model is
@@ -143,6 +144,18 @@ def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
 
 
+def regnet(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """transformers' default RegNet on one 224x224 image: grouped 3x3 convolutions."""
+    size, config = (
+        (32, dict(embedding_size=8, hidden_sizes=[16, 32], depths=[1, 1], groups_width=8))
+        if quick
+        else (224, {})
+    )
+    model, params = _transformers_model("FlaxRegNetModel", "RegNetConfig", config)
+    pixels = models.normal((1, 3, size, size))
+    return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
+
+
 def pre_norm_block(dim: int, heads: int, rngs: Any) -> Any:
     """A pre-norm transformer block in flax.nnx: causal attention and a gelu MLP."""
     from flax import nnx
@@ -182,6 +195,7 @@ ZOO: dict[str, Builder] = {
     "gpt2": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config),
     "llama": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config),
     "vit": vit,
+    "regnet": regnet,
     "nnx_block": nnx_block,
     "bert_bf16": encoder("FlaxBertModel", "BertConfig", bf16=True),
     "gpt2_bf16": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, bf16=True),

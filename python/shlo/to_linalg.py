@@ -32,6 +32,8 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-saturate-float-to-int",
     "shlo-lower-complex-bitcast",
     "shlo-lower-complex-cbrt",
+    # Grouped convolutions are scalar loops as upstream lowers them.
+    "shlo-split-grouped-convolutions",
     "shlo-normalize-dot-general",
     # After the widening above: every contraction becomes a (batch) matmul.
     "shlo-canonicalize-dot-general",

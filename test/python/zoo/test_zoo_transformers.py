@@ -228,6 +228,16 @@ CASES = {
         depths=[1, 1],
         layer_type="basic",
     ),
+    # Grouped convolutions (groups of 8 channels) and squeeze-and-excitation.
+    "regnet": vision_case(
+        "FlaxRegNetModel",
+        "RegNetConfig",
+        (BATCH, 3, 32, 32),
+        embedding_size=8,
+        hidden_sizes=[16, 32],
+        depths=[1, 2],
+        groups_width=8,
+    ),
 }
 
 
