@@ -40,6 +40,9 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-normalize-reduce",
     "shlo-fold-tuples",
     "shlo-lower-reduce-window-scan",
+    # A slice's operand computed whole for it: compute only the slice (after
+    # the lowerings above, which emit slices).
+    "shlo-sink-slices",
     # After the lowerings above, which may emit loops; on stablehlo.while.
     "shlo-hoist-loop-invariants",
     # Keep last: the lowerings above may emit stablehlo.while and stablehlo.if.
