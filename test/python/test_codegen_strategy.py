@@ -385,6 +385,55 @@ def test_vectorized_conv_is_register_tiled_fma_code() -> None:
     assert len(re.findall(r"scf.for .* -> \(vector<1x8x32xf32>\)", loops)) == 3
 
 
+# (input NWC, filter WIO, stride, padding, dilation): Whisper's stem (3000
+# frames of 80 and 384 channels, then stride 2), partial tiles, dilation.
+CONV_1D_CASES = [
+    ((1, 300, 80), (3, 80, 384), 1, 1, 1),
+    ((1, 301, 384), (3, 384, 384), 2, 1, 1),
+    ((2, 37, 5), (4, 5, 7), 1, 2, 2),
+    ((3, 4, 1), (2, 1, 1), 1, 0, 1),
+]
+
+
+def conv_1d_source(x, w, stride: int, pad: int, dilation: int) -> str:
+    jax = pytest.importorskip("jax")
+
+    def conv(image, kernel):
+        return jax.lax.conv_general_dilated(
+            image,
+            kernel,
+            (stride,),
+            [(pad, pad)],
+            rhs_dilation=(dilation,),
+            dimension_numbers=("NWC", "WIO", "NWC"),
+        )
+
+    shapes = [jax.ShapeDtypeStruct(shape, np.float32) for shape in (x, w)]
+    return jax.export.export(jax.jit(conv))(*shapes).mlir_module()
+
+
+@pytest.mark.parametrize(("x", "w", "stride", "pad", "dilation"), CONV_1D_CASES)
+def test_vectorized_conv_1d_matches_numpy(
+    x: tuple[int, ...], w: tuple[int, ...], stride: int, pad: int, dilation: int
+) -> None:
+    got, (image, kernel) = run_f32(conv_1d_source(x, w, stride, pad, dilation), x, w)
+    padded = np.pad(image.astype(np.float64), [(0, 0), (pad, pad), (0, 0)])
+    taps = [
+        padded[:, k * dilation : k * dilation + stride * (got.shape[1] - 1) + 1 : stride]
+        for k in range(w[0])
+    ]
+    want = sum(tap @ kernel[k] for k, tap in enumerate(taps))
+    assert_close_f32(got, want.astype(np.float32), w[0] * w[1])
+
+
+def test_vectorized_conv_1d_is_register_tiled_fma_code() -> None:
+    loops = lowered_loops(conv_1d_source((1, 256, 16), (3, 16, 64), 1, 1, 1))
+    assert loops.count("vector.fma") == 8
+    assert "omp.parallel" in loops
+    # Accumulators carried in registers through the kw and ic loops.
+    assert len(re.findall(r"scf.for .* -> \(vector<1x8x32xf32>\)", loops)) == 2
+
+
 @pytest.mark.parametrize("element", ["i32", "f64"])
 def test_conv_of_other_element_types_is_exact(element: str) -> None:
     source, _ = conv_source((1, 10, 12, 8), (3, 3, 8, 40), 1, 1, 1, element)

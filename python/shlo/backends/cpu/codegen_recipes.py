@@ -417,14 +417,59 @@ def _vectorize_conv_2d(
     )
 
 
+def _vectorize_conv_1d(
+    action: str, op_name: str, thread_columns: int, register_tile: tuple[int, int]
+) -> str:
+    """1-D NWC convolutions, as _vectorize_conv_2d does each row of a 2-D one.
+
+    Thread tiles of ``thread_columns`` output columns; register tiles of
+    ``register_tile`` = (ow, oc) and one filter tap and input channel, which
+    vectorize to one outer product. Partial tiles stay scalar loops.
+    """
+    any_op = "!transform.any_op"
+    ow, oc = register_tile
+    return (
+        f"transform.named_sequence @{action}(%op: {any_op} {{transform.consumed}}) {{\n"
+        f"  %tile, %forall = transform.structured.tile_using_forall %op"
+        f" tile_sizes [1, {thread_columns}] : ({any_op}) -> ({any_op}, {any_op})\n"
+        f'  transform.annotate %forall "{CONTRACTION_TILES}" : {any_op}\n'
+        # n, ow, oc, then the reductions kw and ic.
+        f"  %reg, %loops:5 = transform.structured.tile_using_for %tile"
+        f" tile_sizes [1, {ow}, {oc}, 1, 1] : ({any_op}) -> ({', '.join([any_op] * 6)})\n"
+        + _peel("%loops#2")
+        + _peel("%loops#1")
+        + "  transform.apply_patterns to %forall {\n"
+        "    transform.apply_patterns.canonicalization\n"
+        f"  }} : {any_op}\n"
+        + f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
+        f" : ({any_op}) -> {any_op}\n"
+        f"  transform.foreach %tiles : {any_op} {{\n"
+        f"  ^bb0(%t: {any_op}):\n"
+        f"    transform.sequence %t : {any_op} failures(suppress) {{\n"
+        f"    ^bb0(%conv: {any_op}):\n"
+        f"      transform.structured.vectorize %conv : {any_op}\n"
+        "    }\n"
+        "  }\n" + _lower_contractions_and_hoist("%forall") + "  transform.yield\n"
+        "}\n"
+    )
+
+
+# Output columns per thread tile of a 1-D convolution.
+CONV_1D_THREAD_COLUMNS = 64
+
 # Output rows per thread tile of a convolution. Two rows leave an even number
 # of tiles for 2 threads at 56 and 28 rows; with four, the 7 tiles of a
 # 28-row output split 4:3 and resnet (bench) took 9.26 ms instead of 8.77.
 CONV_THREAD_ROWS = 2
 
-# f32 2-D convolutions (NHWC): 8 output columns x 32 output channels per tile.
+# f32 1-D and 2-D convolutions (NWC, NHWC): 8 output columns x 32 output
+# channels per tile.
 _CONV_DEFINITIONS = (
-    _match_32_bit("match_conv_2d_nhwc_hwcf_32", "linalg.conv_2d_nhwc_hwcf", 7)
+    _match_32_bit("match_conv_1d_nwc_wcf_32", "linalg.conv_1d_nwc_wcf", 5)
+    + _vectorize_conv_1d(
+        "vectorize_conv_1d_nwc_wcf", "linalg.conv_1d_nwc_wcf", CONV_1D_THREAD_COLUMNS, (8, 32)
+    )
+    + _match_32_bit("match_conv_2d_nhwc_hwcf_32", "linalg.conv_2d_nhwc_hwcf", 7)
     + _match_32_bit("match_depthwise_conv_2d_nhwc_hwc_32", "linalg.depthwise_conv_2d_nhwc_hwc", 6)
     + _vectorize_conv_2d(
         "vectorize_conv_2d_nhwc_hwcf", "linalg.conv_2d_nhwc_hwcf", 3, CONV_THREAD_ROWS, (8, 32)
@@ -473,6 +518,7 @@ RECIPES: dict[str, Recipe] = {
             '%funcs = transform.structured.match ops{["func.func"]} in %root'
             " : (!transform.any_op) -> !transform.any_op\n"
             "    %matched = transform.foreach_match in %funcs"
+            " @match_conv_1d_nwc_wcf_32 -> @vectorize_conv_1d_nwc_wcf,"
             " @match_conv_2d_nhwc_hwcf_32 -> @vectorize_conv_2d_nhwc_hwcf,"
             " @match_depthwise_conv_2d_nhwc_hwc_32 -> @vectorize_depthwise_conv_2d_nhwc_hwc"
             " : (!transform.any_op) -> !transform.any_op",
