@@ -3,8 +3,8 @@
 The bench's own models are kernels and three small networks; this times the
 programs the issue measured shlo on (GPT-2, BERT, Llama, ViT, an nnx
 transformer block) and their relatives, at a few hundred wide and four
-layers, randomly initialized (nothing is downloaded), and RegNet (grouped
-convolutions) at transformers' default size. The ``*_generate``
+layers, randomly initialized (nothing is downloaded), Whisper at tiny's
+size and RegNet (grouped convolutions) at transformers' default size. The ``*_generate``
 models are transformers' own ``generate``: a ``lax.while_loop`` over the
 model with its key/value cache, 32 new tokens; the ``*_bf16`` models compute
 in bf16 and store their weights in it (compared within 3e-2). Each model is
@@ -144,6 +144,43 @@ def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
 
 
+def gemma_config(s: dict[str, int]) -> dict[str, Any]:
+    # Flax Gemma builds its causal mask at max_position_embeddings (8192).
+    return dict(
+        hidden_size=s["hidden"],
+        intermediate_size=s["mlp"] * 11 // 16,
+        num_hidden_layers=s["layers"],
+        num_attention_heads=s["heads"],
+        num_key_value_heads=1,
+        head_dim=s["hidden"] // s["heads"],
+    )
+
+
+def whisper(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """Whisper (tiny's size: 384 wide, 4 + 4 layers) on 30 s of 80 mel bins, 32 decoder tokens."""
+    mels, frames, width, layers, heads = (8, 32, 32, 1, 2) if quick else (80, 3000, 384, 4, 6)
+    config = dict(
+        vocab_size=VOCAB,
+        num_mel_bins=mels,
+        max_source_positions=frames // 2,
+        d_model=width,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=4 * width,
+        decoder_ffn_dim=4 * width,
+    )
+    model, params = _transformers_model(
+        "FlaxWhisperForConditionalGeneration", "WhisperConfig", config
+    )
+
+    def forward(params, features, decoder_ids):
+        return model(features, decoder_input_ids=decoder_ids, params=params).logits
+
+    return forward, (params, models.normal((1, mels, frames)), _token_ids((1, 4 if quick else 32)))
+
+
 def regnet(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """transformers' default RegNet on one 224x224 image: grouped 3x3 convolutions."""
     size, config = (
@@ -194,6 +231,8 @@ ZOO: dict[str, Builder] = {
     "electra": encoder("FlaxElectraModel", "ElectraConfig", embedding_size=128),
     "gpt2": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config),
     "llama": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config),
+    "gemma": language_model("FlaxGemmaForCausalLM", "GemmaConfig", gemma_config),
+    "whisper": whisper,
     "vit": vit,
     "regnet": regnet,
     "nnx_block": nnx_block,

@@ -108,6 +108,32 @@ def vision_case(model_cls: str, config_cls: str, image_shape: tuple, **config: A
     return build
 
 
+def whisper_case() -> tuple:
+    """Whisper: a 1-D convolution stem over mel features, then an encoder-decoder."""
+    model = random_model(
+        "FlaxWhisperForConditionalGeneration",
+        "WhisperConfig",
+        dict(
+            vocab_size=VOCAB,
+            num_mel_bins=8,
+            max_source_positions=16,
+            max_target_positions=16,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+        ),
+    )
+
+    def forward(params, features, decoder_ids):
+        return model(features, decoder_input_ids=decoder_ids, params=params).logits
+
+    return forward, (model.params, images((BATCH, 8, 32)), token_ids((BATCH, 5), seed=1))
+
+
 GPT2 = dict(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=2)
 
 CASES = {
@@ -173,6 +199,20 @@ CASES = {
         max_position_embeddings=32,
         sliding_window=4,
     ),
+    # Its causal mask is built for every position, then sliced.
+    "gemma": causal_lm_case(
+        "FlaxGemmaForCausalLM",
+        "GemmaConfig",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=8,
+        max_position_embeddings=256,
+    ),
+    "whisper": whisper_case,
     "opt": causal_lm_case(
         "FlaxOPTForCausalLM",
         "OPTConfig",
