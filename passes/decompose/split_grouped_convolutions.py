@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import attribute_dict, create_value, ops_named, static_shape
+from shlo.ir_utils import attribute_dict, create_value, ops_named, slice_dimension, static_shape
 from shlo.pass_framework import Pass
 
 # The pretty form of #stablehlo.conv: [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f].
@@ -49,23 +49,6 @@ def _feature_dims(numbers: ir.Attribute) -> tuple[int, int, int] | None:
 
 def _i64(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _slice(value: ir.Value, dim: int, start: int, size: int) -> ir.Value:
-    """``value``'s elements ``start`` to ``start + size`` along ``dim``."""
-    type_ = ir.RankedTensorType(value.type)
-    shape = list(type_.shape)
-    starts, limits = [0] * len(shape), list(shape)
-    starts[dim], limits[dim] = start, start + size
-    shape[dim] = size
-    return create_value(
-        "stablehlo.slice",
-        [value],
-        ir.RankedTensorType.get(shape, type_.element_type),
-        start_indices=ir.DenseI64ArrayAttr.get(starts),
-        limit_indices=ir.DenseI64ArrayAttr.get(limits),
-        strides=ir.DenseI64ArrayAttr.get([1] * len(shape)),
-    )
 
 
 def split(op: ir.Operation) -> bool:
@@ -94,8 +77,8 @@ def split(op: ir.Operation) -> bool:
             create_value(
                 "stablehlo.convolution",
                 [
-                    _slice(op.operands[0], lhs_dim, g * inputs, inputs),
-                    _slice(op.operands[1], kernel_dim, g * outputs, outputs),
+                    slice_dimension(op.operands[0], lhs_dim, g * inputs, (g + 1) * inputs),
+                    slice_dimension(op.operands[1], kernel_dim, g * outputs, (g + 1) * outputs),
                 ],
                 group_type,
                 **attributes,

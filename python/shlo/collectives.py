@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shlo._mlir_compat import ir, quant
-from shlo.ir_utils import create_value, ops_named
+from shlo.ir_utils import create_value, ops_named, slice_dimension
 from shlo.pass_framework import PassError
 
 ProcessId = tuple[int, int]  # (replica_id, partition_id)
@@ -266,24 +266,6 @@ def _concatenate(values: Sequence[ir.Value], dimension: int) -> ir.Value:
     return create_value("stablehlo.concatenate", values, result, dimension=_i64(dimension))
 
 
-def _slice(value: ir.Value, dimension: int, start: int, limit: int) -> ir.Value:
-    type_ = _tensor(value)
-    shape = list(type_.shape)
-    if start == 0 and limit == shape[dimension]:
-        return value
-    starts, limits = [0] * len(shape), list(shape)
-    starts[dimension], limits[dimension] = start, limit
-    shape[dimension] = limit - start
-    return create_value(
-        "stablehlo.slice",
-        [value],
-        ir.RankedTensorType.get(shape, type_.element_type),
-        start_indices=ir.DenseI64ArrayAttr.get(starts),
-        limit_indices=ir.DenseI64ArrayAttr.get(limits),
-        strides=ir.DenseI64ArrayAttr.get([1] * len(shape)),
-    )
-
-
 def _reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
     type_ = _tensor(value)
     if list(type_.shape) == list(shape):
@@ -333,7 +315,7 @@ def _reduce(ops: Sequence[ir.Operation], operand_index: int) -> ir.Value:
 def _root_index(op: ir.Operation, index: int) -> ir.Value:
     """Element ``index`` of a dynamic-root operand (the last one) as a tensor<i32>."""
     roots = op.operands[len(op.operands) - 1]
-    return _reshape(_slice(roots, 0, index, index + 1), [])
+    return _reshape(slice_dimension(roots, 0, index, index + 1), [])
 
 
 def _select_by_index(index: ir.Value, values: Sequence[ir.Value]) -> ir.Value:
@@ -390,7 +372,7 @@ def _reduce_scatter(ops: _Ops, meeting: Rendezvous, grid: Grid) -> _Results:
     reduced = _reduce(group, 0)
     size = _tensor(reduced).shape[dimension] // len(group)
     return {
-        p: [_slice(reduced, dimension, j * size, (j + 1) * size)]
+        p: [slice_dimension(reduced, dimension, j * size, (j + 1) * size)]
         for j, p in enumerate(meeting.members)
     }
 
@@ -409,7 +391,9 @@ def _all_to_all(ops: _Ops, meeting: Rendezvous, grid: Grid) -> _Results:
         values = []
         for i in range(len(first.operands)):
             size = _tensor(first.operands[i]).shape[split] // count
-            parts = [_slice(op.operands[i], split, j * size, (j + 1) * size) for op in group]
+            parts = [
+                slice_dimension(op.operands[i], split, j * size, (j + 1) * size) for op in group
+            ]
             values.append(_concatenate(parts, concat))
         results[p] = values
     return results

@@ -60,6 +60,26 @@ def create_value(
     ).result
 
 
+def slice_dimension(value: ir.Value, dimension: int, start: int, limit: int) -> ir.Value:
+    """``value``'s elements ``start`` to ``limit`` along ``dimension`` (a stablehlo.slice at
+    the current insertion point and location); ``value`` itself when that is all of it."""
+    type_ = ir.RankedTensorType(value.type)
+    shape = list(type_.shape)
+    if start == 0 and limit == shape[dimension]:
+        return value
+    starts, limits = [0] * len(shape), list(shape)
+    starts[dimension], limits[dimension] = start, limit
+    shape[dimension] = limit - start
+    return create_value(
+        "stablehlo.slice",
+        [value],
+        ir.RankedTensorType.get(shape, type_.element_type),
+        start_indices=ir.DenseI64ArrayAttr.get(starts),
+        limit_indices=ir.DenseI64ArrayAttr.get(limits),
+        strides=ir.DenseI64ArrayAttr.get([1] * len(shape)),
+    )
+
+
 def numpy_dtype(element_type: ir.Type) -> type[np.generic] | None:
     return _NUMPY_DTYPES.get(str(element_type))
 

@@ -371,6 +371,33 @@ _MATMUL_PAIRS = ", ".join(
 )
 
 
+def _vectorize_conv_tiles(op_name: str, decompose: bool) -> str:
+    """The end of a convolution action: each full tile in ``%forall`` (static sizes after
+    canonicalization) vectorized (a 2-D one ``decompose``d to 1-D first); FMAs, hoisting."""
+    any_op = "!transform.any_op"
+    conv = "%conv1d" if decompose else "%conv"
+    return (
+        "  transform.apply_patterns to %forall {\n"
+        "    transform.apply_patterns.canonicalization\n"
+        f"  }} : {any_op}\n"
+        f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
+        f" : ({any_op}) -> {any_op}\n"
+        f"  transform.foreach %tiles : {any_op} {{\n"
+        f"  ^bb0(%t: {any_op}):\n"
+        f"    transform.sequence %t : {any_op} failures(suppress) {{\n"
+        f"    ^bb0(%conv: {any_op}):\n"
+        + (
+            f"      %conv1d = transform.structured.decompose %conv : ({any_op}) -> {any_op}\n"
+            if decompose
+            else ""
+        )
+        + f"      transform.structured.vectorize {conv} : {any_op}\n"
+        "    }\n"
+        "  }\n" + _lower_contractions_and_hoist("%forall") + "  transform.yield\n"
+        "}\n"
+    )
+
+
 def _vectorize_conv_2d(
     action: str, op_name: str, reductions: int, thread_rows: int, register_tile: tuple[int, int]
 ) -> str:
@@ -399,21 +426,8 @@ def _vectorize_conv_2d(
         f" : ({any_op}) -> ({', '.join([any_op] * (loops + 1))})\n"
         + _peel("%loops#3")
         + _peel("%loops#2")
-        # Static tile sizes in the peeled loops: the convolution vectorizer needs them.
-        + "  transform.apply_patterns to %forall {\n"
-        "    transform.apply_patterns.canonicalization\n"
-        f"  }} : {any_op}\n"
-        + f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
-        f" : ({any_op}) -> {any_op}\n"
-        f"  transform.foreach %tiles : {any_op} {{\n"
-        f"  ^bb0(%t: {any_op}):\n"
-        f"    transform.sequence %t : {any_op} failures(suppress) {{\n"
-        f"    ^bb0(%conv: {any_op}):\n"
-        f"      %conv1d = transform.structured.decompose %conv : ({any_op}) -> {any_op}\n"
-        f"      transform.structured.vectorize %conv1d : {any_op}\n"
-        "    }\n"
-        "  }\n" + _lower_contractions_and_hoist("%forall") + "  transform.yield\n"
-        "}\n"
+        # Static tile sizes in the peeled loops (canonicalized): the vectorizer needs them.
+        + _vectorize_conv_tiles(op_name, decompose=True)
     )
 
 
@@ -438,19 +452,7 @@ def _vectorize_conv_1d(
         f" tile_sizes [1, {ow}, {oc}, 1, 1] : ({any_op}) -> ({', '.join([any_op] * 6)})\n"
         + _peel("%loops#2")
         + _peel("%loops#1")
-        + "  transform.apply_patterns to %forall {\n"
-        "    transform.apply_patterns.canonicalization\n"
-        f"  }} : {any_op}\n"
-        + f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
-        f" : ({any_op}) -> {any_op}\n"
-        f"  transform.foreach %tiles : {any_op} {{\n"
-        f"  ^bb0(%t: {any_op}):\n"
-        f"    transform.sequence %t : {any_op} failures(suppress) {{\n"
-        f"    ^bb0(%conv: {any_op}):\n"
-        f"      transform.structured.vectorize %conv : {any_op}\n"
-        "    }\n"
-        "  }\n" + _lower_contractions_and_hoist("%forall") + "  transform.yield\n"
-        "}\n"
+        + _vectorize_conv_tiles(op_name, decompose=False)
     )
 
 
