@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.analysis.indexing import ELEMENTWISE_OPS
-from shlo.ir_utils import attribute_dict, defining_op, ops_named, static_shape
+from shlo.ir_utils import attribute_dict, defining_op, ops_named, slice_ranges, static_shape
 from shlo.pass_framework import Pass
 
 # Elementwise ops rebuilt with sliced operands; map has a region to move.
@@ -36,23 +36,6 @@ _ELEMENTWISE = ELEMENTWISE_OPS - {"stablehlo.map"}
 
 # (start, limit, stride) of each dimension of a slice.
 Ranges = list[tuple[int, int, int]]
-
-
-def _slice(value: ir.Value, ranges: Ranges) -> ir.Value:
-    """A stablehlo.slice of ``value`` (whole when ``ranges`` covers it all)."""
-    type_ = ir.RankedTensorType(value.type)
-    if all(r == (0, size, 1) for r, size in zip(ranges, type_.shape, strict=True)):
-        return value
-    shape = [-(-(limit - start) // stride) for start, limit, stride in ranges]
-    return ir.Operation.create(
-        "stablehlo.slice",
-        results=[ir.RankedTensorType.get(shape, type_.element_type)],
-        operands=[value],
-        attributes={
-            name: ir.DenseI64ArrayAttr.get([r[i] for r in ranges])
-            for i, name in enumerate(("start_indices", "limit_indices", "strides"))
-        },
-    ).result
 
 
 def _ranges(op: ir.Operation) -> Ranges:
@@ -76,7 +59,7 @@ def _operand_ranges(producer: ir.Operation, ranges: Ranges) -> list[Ranges | Non
                 for size, d in zip(operand, dims, strict=True)
             ]
         ]
-    if producer.name in _ELEMENTWISE and len(producer.regions) == 0:
+    if producer.name in _ELEMENTWISE:
         return [ranges if static_shape(v) else None for v in producer.operands]
     return None
 
@@ -99,7 +82,7 @@ def sink(slice_op: ir.Operation) -> list[ir.Operation]:
     operands, new_slices = [], []
     with producer.location, ir.InsertionPoint(slice_op):
         for operand, ranges in zip(producer.operands, operand_ranges, strict=True):
-            sliced = operand if ranges is None else _slice(operand, ranges)
+            sliced = operand if ranges is None else slice_ranges(operand, ranges)
             if sliced != operand:
                 new_slices.append(defining_op(sliced))
             operands.append(sliced)

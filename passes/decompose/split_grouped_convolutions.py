@@ -30,7 +30,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import attribute_dict, create_value, ops_named, slice_dimension, static_shape
+from shlo.ir_utils import (
+    attribute_dict,
+    concatenate,
+    create_value,
+    i64_attr,
+    ops_named,
+    slice_dimension,
+    static_shape,
+)
 from shlo.pass_framework import Pass
 
 # The pretty form of #stablehlo.conv: [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f].
@@ -45,10 +53,6 @@ def _feature_dims(numbers: ir.Attribute) -> tuple[int, int, int] | None:
         return None
     lhs, rhs, out = ([token.strip() for token in part.split(",")] for part in found.groups())
     return lhs.index("f"), rhs.index("o"), out.index("f")
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 
 def split(op: ir.Operation) -> bool:
@@ -71,7 +75,7 @@ def split(op: ir.Operation) -> bool:
     group_shape = list(out_shape)
     group_shape[out_dim] = outputs
     group_type = ir.RankedTensorType.get(group_shape, result.element_type)
-    attributes["feature_group_count"] = _i64(1)
+    attributes["feature_group_count"] = i64_attr(1)
     with op.location, ir.InsertionPoint(op):
         pieces = [
             create_value(
@@ -85,7 +89,7 @@ def split(op: ir.Operation) -> bool:
             )
             for g in range(groups)
         ]
-        joined = create_value("stablehlo.concatenate", pieces, result, dimension=_i64(out_dim))
+        joined = concatenate(pieces, out_dim)
     op.results[0].replace_all_uses_with(joined)
     op.erase()
     return True

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shlo._mlir_compat import ir, quant
-from shlo.ir_utils import create_value, ops_named, slice_dimension
+from shlo.ir_utils import concatenate, create_value, ops_named, slice_dimension
 from shlo.pass_framework import PassError
 
 ProcessId = tuple[int, int]  # (replica_id, partition_id)
@@ -222,10 +222,6 @@ def _tensor(value: ir.Value) -> ir.RankedTensorType:
     return ir.RankedTensorType(value.type)
 
 
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
 def zeros(type_: ir.RankedTensorType) -> ir.Value:
     """A constant of ``type_`` holding zeros (the zero point for quantized types)."""
     element = type_.element_type
@@ -254,16 +250,6 @@ def process_id_constant(op: ir.Operation, value: int) -> None:
         constant = create_value("stablehlo.constant", [], type_, value=attr)
     op.results[0].replace_all_uses_with(constant)
     op.erase()
-
-
-def _concatenate(values: Sequence[ir.Value], dimension: int) -> ir.Value:
-    if len(values) == 1:
-        return values[0]
-    first = _tensor(values[0])
-    shape = list(first.shape)
-    shape[dimension] = sum(_tensor(v).shape[dimension] for v in values)
-    result = ir.RankedTensorType.get(shape, first.element_type)
-    return create_value("stablehlo.concatenate", values, result, dimension=_i64(dimension))
 
 
 def _reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
@@ -321,7 +307,7 @@ def _root_index(op: ir.Operation, index: int) -> ir.Value:
 def _select_by_index(index: ir.Value, values: Sequence[ir.Value]) -> ir.Value:
     """``values[index]``; an out-of-range index is clamped (the spec leaves it undefined)."""
     type_ = _tensor(values[0])
-    stacked = _concatenate([_reshape(v, [1, *type_.shape]) for v in values], 0)
+    stacked = concatenate([_reshape(v, [1, *type_.shape]) for v in values], 0)
     zero = create_value(
         "stablehlo.constant",
         [],
@@ -354,7 +340,7 @@ def _all_gather(ops: _Ops, meeting: Rendezvous, grid: Grid) -> _Results:
     group = [ops[p] for p in meeting.members]
     dimension = _int_attr(group[0], "all_gather_dim")
     gathered = [
-        _concatenate([op.operands[i] for op in group], dimension)
+        concatenate([op.operands[i] for op in group], dimension)
         for i in range(len(group[0].operands))
     ]
     return {p: gathered for p in meeting.members}
@@ -394,7 +380,7 @@ def _all_to_all(ops: _Ops, meeting: Rendezvous, grid: Grid) -> _Results:
             parts = [
                 slice_dimension(op.operands[i], split, j * size, (j + 1) * size) for op in group
             ]
-            values.append(_concatenate(parts, concat))
+            values.append(concatenate(parts, concat))
         results[p] = values
     return results
 

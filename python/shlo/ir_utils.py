@@ -60,24 +60,44 @@ def create_value(
     ).result
 
 
-def slice_dimension(value: ir.Value, dimension: int, start: int, limit: int) -> ir.Value:
-    """``value``'s elements ``start`` to ``limit`` along ``dimension`` (a stablehlo.slice at
-    the current insertion point and location); ``value`` itself when that is all of it."""
+def i64_attr(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def slice_ranges(value: ir.Value, ranges: Sequence[tuple[int, int, int]]) -> ir.Value:
+    """A stablehlo.slice of ``value`` by the (start, limit, stride) of each dimension, at
+    the current insertion point and location; ``value`` itself when that is all of it."""
     type_ = ir.RankedTensorType(value.type)
-    shape = list(type_.shape)
-    if start == 0 and limit == shape[dimension]:
+    if all(r == (0, size, 1) for r, size in zip(ranges, type_.shape, strict=True)):
         return value
-    starts, limits = [0] * len(shape), list(shape)
-    starts[dimension], limits[dimension] = start, limit
-    shape[dimension] = limit - start
+    shape = [-(-(limit - start) // stride) for start, limit, stride in ranges]
     return create_value(
         "stablehlo.slice",
         [value],
         ir.RankedTensorType.get(shape, type_.element_type),
-        start_indices=ir.DenseI64ArrayAttr.get(starts),
-        limit_indices=ir.DenseI64ArrayAttr.get(limits),
-        strides=ir.DenseI64ArrayAttr.get([1] * len(shape)),
+        **{
+            name: ir.DenseI64ArrayAttr.get([r[i] for r in ranges])
+            for i, name in enumerate(("start_indices", "limit_indices", "strides"))
+        },
     )
+
+
+def slice_dimension(value: ir.Value, dimension: int, start: int, limit: int) -> ir.Value:
+    """``value``'s elements ``start`` to ``limit`` along ``dimension`` (see slice_ranges)."""
+    ranges = [(0, size, 1) for size in ir.RankedTensorType(value.type).shape]
+    ranges[dimension] = (start, limit, 1)
+    return slice_ranges(value, ranges)
+
+
+def concatenate(values: Sequence[ir.Value], dimension: int) -> ir.Value:
+    """``values`` joined along ``dimension`` (a stablehlo.concatenate unless only one)."""
+    if len(values) == 1:
+        return values[0]
+    first = ir.RankedTensorType(values[0].type)
+    shape = list(first.shape)
+    shape[dimension] = sum(ir.RankedTensorType(v.type).shape[dimension] for v in values)
+    result = ir.RankedTensorType.get(shape, first.element_type)
+    return create_value("stablehlo.concatenate", values, result, dimension=i64_attr(dimension))
 
 
 def numpy_dtype(element_type: ir.Type) -> type[np.generic] | None:
