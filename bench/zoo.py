@@ -145,15 +145,11 @@ def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
 
 
 def gemma_config(s: dict[str, int]) -> dict[str, Any]:
-    # Flax Gemma builds its causal mask at max_position_embeddings (8192).
-    return dict(
-        hidden_size=s["hidden"],
-        intermediate_size=s["mlp"] * 11 // 16,
-        num_hidden_layers=s["layers"],
-        num_attention_heads=s["heads"],
-        num_key_value_heads=1,
-        head_dim=s["hidden"] // s["heads"],
-    )
+    """Llama's, with one key/value head; and the default positions (8192), at which Flax
+    Gemma builds its causal mask."""
+    config = {**llama_config(s), "num_key_value_heads": 1, "head_dim": s["hidden"] // s["heads"]}
+    del config["max_position_embeddings"]
+    return config
 
 
 def whisper(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
