@@ -25,6 +25,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.backends.cpu.codegen_recipes import transform_module_text
+from shlo.ir_utils import ops_named, static_shape
 from shlo.pass_framework import Pass, PassError
 
 
@@ -33,6 +34,7 @@ class InsertCodegenRecipesPass(Pass):
     """Add the transform sequence applying ``recipes`` (names from shlo.backends.cpu.codegen_recipes).
 
     ``threads``: how many threads the recipes that split work evenly plan for.
+    The matmuls' thread tiles also depend on their shapes, read from the module.
     """
 
     argument: ClassVar[str] = "shlo-insert-codegen-recipes"
@@ -41,10 +43,20 @@ class InsertCodegenRecipesPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         try:
-            text = transform_module_text(self.recipes, self.threads)
+            text = transform_module_text(self.recipes, self.threads, matmul_shapes(module))
         except ValueError as error:
             raise PassError(module.location, str(error)) from None
         append_transform_sequence(module, text)
+
+
+def matmul_shapes(module: ir.Operation) -> list[tuple[str, tuple[int, ...]]]:
+    """(name without ``linalg.``, result shape) of each (batch) matmul on static tensors."""
+    shapes = []
+    for op in ops_named(module, "linalg.matmul", "linalg.batch_matmul"):
+        shape = static_shape(op.results[0]) if len(op.results) == 1 else None
+        if shape is not None:
+            shapes.append((op.name.removeprefix("linalg."), tuple(shape)))
+    return shapes
 
 
 def append_transform_sequence(module: ir.Operation, text: str) -> None:

@@ -49,8 +49,8 @@ from shlo._mlir_compat import arith, ir, linalg
 from shlo.backends.cpu.codegen_recipes import (
     DOT_ROWS,
     FUSED_TRANSPOSE,
-    MATMUL_THREAD_TILE,
     NARROW_MATMULS,
+    matmul_thread_tile,
 )
 from shlo.ir_utils import copy_parts, defining_op, ops_named, static_shape
 from shlo.pass_framework import Pass
@@ -160,7 +160,7 @@ def _block_order(a: ir.Operation, b: ir.Operation) -> int:
     return -1 if a.is_before_in_block(b) else 1
 
 
-def fused_transposes(op: ir.Operation) -> list[ir.Operation]:
+def fused_transposes(op: ir.Operation, threads: int) -> list[ir.Operation]:
     """The transposes (with their tensor.empty) that only ``op``, a matmul, reads.
 
     Only where each block is transposed once: a thread's tile of the result
@@ -170,13 +170,12 @@ def fused_transposes(op: ir.Operation) -> list[ir.Operation]:
     of a narrow matmul, whose threads each take a share of all the columns:
     its blocks would outgrow the caches (8x slower on GPT-2's output layer).
     """
-    if op.name not in _MATMULS:
+    shape = static_shape(op.results[0]) if op.name in _MATMULS else None
+    if shape is None:
         return []
-    rows, columns = ir.RankedTensorType(op.results[0].type).shape[-2:]
-    spans = (
-        columns <= MATMUL_THREAD_TILE[1],
-        rows <= MATMUL_THREAD_TILE[0] and not _is_narrow(op),
-    )
+    rows, columns = shape[-2:]
+    tile_rows, tile_columns = matmul_thread_tile(shape, threads)
+    spans = (columns <= tile_columns, rows <= tile_rows and not _is_narrow(op))
     found = []
     for value, once in zip(list(op.operands)[:2], spans):
         producer = _transpose_read_only_by(op, value) if once else None
@@ -192,6 +191,8 @@ class OutlineContractionsPass(Pass):
     argument: ClassVar[str] = "shlo-outline-contractions"
     # Outline the transposes of matmul inputs with them (see the module's doc).
     fuse_transposes: bool = True
+    # The threads the matmuls' tiles are planned for (shlo-insert-codegen-recipes).
+    threads: int = 1
 
     def run(self, module: ir.Operation) -> None:
         functions: dict[str, str] = {}
@@ -202,7 +203,7 @@ class OutlineContractionsPass(Pass):
             dot = as_dot_rows(op) if self.fuse_transposes else None
             if dot is not None:
                 op = dot
-            transposes = fused_transposes(op) if self.fuse_transposes else []
+            transposes = fused_transposes(op, self.threads) if self.fuse_transposes else []
             for transpose in transposes:
                 if transpose.name == "linalg.generic":
                     transpose.attributes[FUSED_TRANSPOSE] = ir.UnitAttr.get()

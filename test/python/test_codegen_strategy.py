@@ -8,7 +8,11 @@ import re
 import numpy as np
 import pytest
 import shlo
-from shlo.backends.cpu.codegen_recipes import PARTIAL_TILES
+from shlo.backends.cpu.codegen_recipes import (
+    MATMUL_THREAD_TILE,
+    PARTIAL_TILES,
+    matmul_thread_tile,
+)
 from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
 from shlo.dtypes import numpy_dtype
 from shlo.frontend import FRONTEND
@@ -574,3 +578,54 @@ func.func @main(%a: tensor<40x50xf32>, %b: tensor<50x60xf32>, %c: tensor<50x60xf
     (x, y), (a, b, c) = run_f32(source, (40, 50), (50, 60), (50, 60))
     assert_close_f32(x, (a.astype(np.float64) @ b).astype(np.float32), 50)
     assert_close_f32(y, (a.astype(np.float64) @ c).astype(np.float32), 50)
+
+
+@pytest.mark.parametrize(
+    ("shape", "threads", "tile"),
+    [
+        # 256 + 1 rows would leave one thread all the 256-row tiles.
+        ((257, 384), 2, (136, 128)),
+        ((300, 512), 2, (152, 128)),
+        # Three column tiles: two row tiles make six, three per thread.
+        ((128, 384), 2, (64, 128)),
+        # Already even: the default tile.
+        ((1024, 1024), 2, (256, 128)),
+        ((128, 768), 2, (256, 128)),
+        # Six matrices split three and three whatever their rows.
+        ((6, 257, 257), 2, (256, 128)),
+        ((257, 384), 1, (256, 128)),
+    ],
+)
+def test_matmul_thread_tiles_balance_the_threads(
+    shape: tuple[int, ...], threads: int, tile: tuple[int, int]
+) -> None:
+    assert matmul_thread_tile(shape, threads) == tile
+
+
+def test_matmul_of_257_rows_splits_its_rows_evenly() -> None:
+    module = shlo.load_module(matmul_source(257, 64, 384))
+    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=2)
+    run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
+    tiles = str(module)
+    # Two row tiles of 136 and 121 rows, three column tiles of 128.
+    assert re.search(r"scf\.forall .* in \(2, 3\)", tiles)
+    assert "d0 * 136" in tiles and "d0 * 256" not in tiles
+    assert re.search(r"scf.for .* iter_args\(.*\) -> \(vector<8x32xf32>\)", tiles)
+
+
+# Shapes whose thread tiles are not the default, with partial register tiles
+# in the last row tile, and batches.
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize(
+    ("b", "m", "k", "n"), [(0, 257, 40, 384), (0, 300, 17, 200), (0, 130, 9, 390), (5, 70, 20, 100)]
+)
+def test_balanced_thread_tiles_match_numpy(b: int, m: int, k: int, n: int, threads: int) -> None:
+    rng = np.random.default_rng(m + k + n)
+    shape = (m, n) if b == 0 else (b, m, n)
+    assert matmul_thread_tile(shape, threads) != MATMUL_THREAD_TILE
+    x = rng.standard_normal((m, k) if b == 0 else (b, m, k)).astype(np.float32)
+    y = rng.standard_normal((k, n) if b == 0 else (b, k, n)).astype(np.float32)
+    source = matmul_source(m, k, n) if b == 0 else batch_matmul_source(b, m, k, n)
+    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
+    got = shlo.compile(source, isolate=False, pipeline=pipeline)(x, y)
+    assert_close_f32(got, (x.astype(np.float64) @ y).astype(np.float32), k)

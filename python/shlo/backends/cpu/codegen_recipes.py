@@ -11,6 +11,8 @@ only how that kind of op is generated.
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,8 +38,11 @@ class Recipe:
     kind: str
     transform: str
     # Named sequences (matchers and actions) that ``transform`` calls, placed
-    # before the main sequence, for a number of threads.
-    definitions: Callable[[int], str] = lambda threads: ""
+    # before the main sequence, for a number of threads and the (linalg op
+    # name, result shape) of the module's matmuls.
+    definitions: Callable[[int, Sequence[tuple[str, tuple[int, ...]]]], str] = (
+        lambda threads, shapes: ""
+    )
 
     def sequence_body(self, index: int) -> str:
         names = ", ".join(f'"{op}"' for op in OP_KINDS[self.kind])
@@ -51,14 +56,20 @@ class Recipe:
 
 
 def _match_32_bit(
-    matcher: str, op_name: str, loops: int, filled: bool = False, max_rows: int | None = None
+    matcher: str,
+    op_name: str,
+    loops: int,
+    filled: bool = False,
+    max_rows: int | None = None,
+    sizes: Sequence[int] = (),
 ) -> str:
     """A matcher for ``op_name`` whose two inputs and init have 32-bit elements.
 
     Every one of its ``loops`` iteration dimensions must be non-empty (tiling
     an empty one crashes). ``filled``: only if a linalg.fill produces the
     init, which is matched too. ``max_rows``: only if the first dimension
-    has at most that many iterations.
+    has at most that many iterations. ``sizes``: only if the leading
+    dimensions have exactly these many.
 
     f32 is what the recipes are tuned for; i32 passes too and stays exact
     (integer products and sums are the same in any order). Mixed and other
@@ -76,6 +87,11 @@ def _match_32_bit(
         " : (!transform.any_op) -> !transform.param<i64>\n"
         f"    transform.match.param.cmpi gt %d{i}, %c0 : !transform.param<i64>\n"
         for i in range(loops)
+    )
+    checks += "".join(
+        f"    %size{i} = transform.param.constant {size} : i64 -> !transform.param<i64>\n"
+        f"    transform.match.param.cmpi eq %d{i}, %size{i} : !transform.param<i64>\n"
+        for i, size in enumerate(sizes)
     )
     if max_rows is not None:
         checks += (
@@ -260,8 +276,10 @@ def _vectorize_contraction(
     return "".join(parts)
 
 
-# The (rows, columns) of a matmul's result that one thread computes at a time.
+# The (rows, columns) of a matmul's result that one thread computes at a
+# time, at most, and of the accumulators held in registers.
 MATMUL_THREAD_TILE = (256, 128)
+MATMUL_REGISTER_TILE = (8, 32)
 
 # Matrix products of few rows (a decoding step's x @ w): the most rows and
 # the register tile of each kind. Their time is reading the weights from
@@ -273,10 +291,82 @@ MATMUL_THREAD_TILE = (256, 128)
 # (2 x 128) tile took 0.67 and 0.68 (the 1 x 128 one 0.73 and 0.78).
 NARROW_MATMULS = (("matvec", 3, (1, 128)), ("narrow", 8, (2, 128)))
 NARROW_K_TILE = 64
+NARROW_MAX_ROWS = max(rows for _, rows, _ in NARROW_MATMULS)
 
 
-def _matmul_definitions(threads: int) -> str:
-    """f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers), or narrow ones."""
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def _busiest_thread_work(shape: Sequence[int], tile_rows: int, threads: int) -> int:
+    """The most work (result elements, partial register tiles counted whole) that one thread
+    gets when the tiles of ``shape`` (batch..., rows, columns) are ``tile_rows`` x
+    MATMUL_THREAD_TILE's columns.
+
+    OpenMP's static schedule gives the threads runs of the scf.forall's tiles
+    in row-major order (batch, row tile, column tile), the first ones one
+    tile more where the count does not divide evenly.
+    """
+    *batch, rows, columns = shape
+    tile_columns = MATMUL_THREAD_TILE[1]
+    register_rows, register_columns = MATMUL_REGISTER_TILE
+    row_tiles, column_tiles = -(-rows // tile_rows), -(-columns // tile_columns)
+    last_rows = _round_up(rows - (row_tiles - 1) * tile_rows, register_rows)
+    tile_row_sizes = (tile_rows, last_rows)
+    all_rows = (row_tiles - 1) * tile_rows + last_rows
+    all_columns = (column_tiles - 1) * tile_columns + _round_up(
+        columns - (column_tiles - 1) * tile_columns, register_columns
+    )
+
+    def before(tile: int) -> int:  # the work of the tiles before this one
+        row, column = divmod(tile, column_tiles)
+        matrix, row = divmod(row, row_tiles)
+        this_rows = tile_row_sizes[row == row_tiles - 1]
+        return (matrix * all_rows + row * tile_rows) * all_columns + this_rows * (
+            column * tile_columns
+        )
+
+    tiles = math.prod(batch) * row_tiles * column_tiles
+    share, extra = divmod(tiles, threads)
+    starts = [k * share + min(k, extra) for k in range(threads + 1)]
+    return max(before(end) - before(start) for start, end in itertools.pairwise(starts))
+
+
+def matmul_thread_tile(result_shape: Sequence[int], threads: int) -> tuple[int, int]:
+    """The (rows, columns) of one thread tile of a (batch) matmul's result of ``result_shape``.
+
+    MATMUL_THREAD_TILE's columns, and the most rows (a multiple of the
+    register tile's, up to MATMUL_THREAD_TILE's) that keep the busiest
+    thread's work within 5% of the least it can be. 257 rows in tiles of 256
+    gave one thread all the tiles of 256 rows and the other those of 1:
+    DINOv2's matmuls (257 tokens) ran at one thread's speed.
+    """
+    rows = result_shape[-2]
+    if 0 in result_shape:  # no tiles: the matchers leave it alone
+        return MATMUL_THREAD_TILE
+    register_rows = MATMUL_REGISTER_TILE[0]
+    candidates = range(
+        register_rows, min(_round_up(rows, register_rows), MATMUL_THREAD_TILE[0]) + 1, register_rows
+    )
+    work = {size: _busiest_thread_work(result_shape, size, threads) for size in candidates}
+    least = min(work.values())
+    tile_rows = max(size for size, busiest in work.items() if busiest <= least * 1.05)
+    # One tile of all the rows is one tile of MATMUL_THREAD_TILE's rows.
+    return (tile_rows if tile_rows < rows else MATMUL_THREAD_TILE[0]), MATMUL_THREAD_TILE[1]
+
+
+def _shape_suffix(shape: Sequence[int]) -> str:
+    return "_" + "x".join(map(str, shape))
+
+
+def _matmul_definitions(threads: int, shapes: Sequence[tuple[str, tuple[int, ...]]]) -> str:
+    """f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers), or narrow ones.
+
+    ``@vectorize_matmuls`` applies the first action whose matcher takes an
+    op: narrow ones first; then those for each of ``shapes`` (linalg op name
+    and result shape) whose thread tile is not MATMUL_THREAD_TILE, which
+    match its sizes exactly; then the general ones.
+    """
     narrow = _vectorize_dot_rows(threads) + "".join(
         _match_32_bit(f"match_matmul_32_{kind}{suffix}", "linalg.matmul", 3, filled, rows)
         + _vectorize_contraction(
@@ -291,19 +381,39 @@ def _matmul_definitions(threads: int) -> str:
         for kind, rows, register_tile in NARROW_MATMULS
         for suffix, filled in (("_filled", True), ("", False))
     )
-    return narrow + "".join(
-        _match_32_bit(f"match_{name}_32{suffix}", f"linalg.{name}", batch + 3, filled)
-        + _vectorize_contraction(
-            f"vectorize_{name}{suffix}",
-            f"linalg.{name}",
-            batch,
-            MATMUL_THREAD_TILE,
-            (8, 32),
-            256,
-            filled,
-        )
-        for name, batch in (("matmul", 0), ("batch_matmul", 1))
-        for suffix, filled in (("_filled", True), ("", False))
+    pairs = [
+        f"@match_matmul_32_{kind}{suffix} -> @vectorize_matmul_{kind}{suffix}"
+        for kind, _, _ in NARROW_MATMULS
+        for suffix in ("_filled", "")
+    ]
+    general = [(name, (), MATMUL_THREAD_TILE) for name in ("matmul", "batch_matmul")]
+    sized = [
+        (name, shape, tile)
+        for name, shape in dict.fromkeys(shapes)
+        if not (name == "matmul" and shape[0] <= NARROW_MAX_ROWS)
+        and (tile := matmul_thread_tile(shape, threads)) != MATMUL_THREAD_TILE
+    ]
+    definitions = []
+    for name, shape, thread_tile in sized + general:
+        batch = 1 if name == "batch_matmul" else 0
+        for suffix, filled in (("_filled", True), ("", False)):
+            suffix += _shape_suffix(shape) if shape else ""
+            matcher, action = f"match_{name}_32{suffix}", f"vectorize_{name}{suffix}"
+            definitions.append(
+                _match_32_bit(matcher, f"linalg.{name}", batch + 3, filled, sizes=shape)
+                + _vectorize_contraction(
+                    action, f"linalg.{name}", batch, thread_tile, MATMUL_REGISTER_TILE, 256, filled
+                )
+            )
+            pairs.append(f"@{matcher} -> @{action}")
+    any_op = "!transform.any_op"
+    return (
+        narrow + "".join(definitions) + "transform.named_sequence @vectorize_matmuls"
+        f"(%funcs: {any_op} {{transform.consumed}}) {{\n"
+        f"  %matched = transform.foreach_match in %funcs {', '.join(pairs)}"
+        f" : ({any_op}) -> {any_op}\n"
+        "  transform.yield\n"
+        "}\n"
     )
 
 
@@ -354,21 +464,6 @@ def _vectorize_dot_rows(threads: int) -> str:
         + "  transform.yield\n"
         "}\n"
     )
-
-
-# The first pair whose matcher accepts an op transforms it.
-_MATMUL_PAIRS = ", ".join(
-    [
-        f"@match_matmul_32_{kind}{suffix} -> @vectorize_matmul_{kind}{suffix}"
-        for kind, _, _ in NARROW_MATMULS
-        for suffix in ("_filled", "")
-    ]
-    + [
-        f"@match_{name}_32{suffix} -> @vectorize_{name}{suffix}"
-        for name in ("matmul", "batch_matmul")
-        for suffix in ("_filled", "")
-    ]
-)
 
 
 def _vectorize_conv_tiles(op_name: str, decompose: bool) -> str:
@@ -509,8 +604,8 @@ RECIPES: dict[str, Recipe] = {
             "      transform.include @vectorize_dot_rows failures(propagate) (%dot)"
             " : (!transform.any_op) -> ()\n"
             "    }\n"
-            f"    %matched = transform.foreach_match in %funcs {_MATMUL_PAIRS}"
-            " : (!transform.any_op) -> !transform.any_op",
+            "    transform.include @vectorize_matmuls failures(propagate) (%funcs)"
+            " : (!transform.any_op) -> ()",
             _matmul_definitions,
         ),
         # Convolutions as register-tiled outer products: see _vectorize_conv_2d.
@@ -524,7 +619,7 @@ RECIPES: dict[str, Recipe] = {
             " @match_conv_2d_nhwc_hwcf_32 -> @vectorize_conv_2d_nhwc_hwcf,"
             " @match_depthwise_conv_2d_nhwc_hwc_32 -> @vectorize_depthwise_conv_2d_nhwc_hwc"
             " : (!transform.any_op) -> !transform.any_op",
-            lambda threads: _CONV_DEFINITIONS,
+            lambda threads, shapes: _CONV_DEFINITIONS,
         ),
     )
 }
@@ -552,8 +647,16 @@ def suppressed_sequence(lines: Sequence[str]) -> str:
     )
 
 
-def transform_module_text(recipe_names: tuple[str, ...], threads: int = 1) -> str:
-    """The named sequence that applies ``recipe_names`` in order, for ``threads``."""
+def transform_module_text(
+    recipe_names: tuple[str, ...],
+    threads: int = 1,
+    matmul_shapes: Sequence[tuple[str, tuple[int, ...]]] = (),
+) -> str:
+    """The named sequence that applies ``recipe_names`` in order, for ``threads``.
+
+    ``matmul_shapes``: the (linalg op name without ``linalg.``, static result
+    shape) of the (batch) matmuls to transform, whose thread tiles depend on it.
+    """
     unknown = [name for name in recipe_names if name not in RECIPES]
     if unknown:
         raise ValueError(
@@ -561,6 +664,6 @@ def transform_module_text(recipe_names: tuple[str, ...], threads: int = 1) -> st
         )
     bodies = "".join(RECIPES[name].sequence_body(i) for i, name in enumerate(recipe_names))
     definitions = "".join(
-        dict.fromkeys(RECIPES[name].definitions(threads) for name in recipe_names)
+        dict.fromkeys(RECIPES[name].definitions(threads, matmul_shapes) for name in recipe_names)
     )
     return definitions + main_sequence(bodies)

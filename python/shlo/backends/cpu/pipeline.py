@@ -66,7 +66,7 @@ class CodegenStrategy:
             stage += [
                 # The recipes transform each distinct contraction once, in its
                 # own small function; inline puts the result back.
-                "shlo-outline-contractions",
+                f"shlo-outline-contractions{{threads={threads}}}",
                 "shlo-insert-codegen-recipes"
                 f"{{recipes={','.join(self.recipes)} threads={threads}}}",
                 "transform-interpreter",
