@@ -348,6 +348,9 @@ CONV_CASES = [
     ((1, 20, 24, 3), (5, 5, 3, 33), 1, 2, 2),
     ((1, 8, 16, 32), (1, 1, 32, 32), 1, 0, 1),
     ((3, 4, 5, 1), (2, 2, 1, 1), 1, 0, 1),
+    # 24 output channels (8-channel tiles); 56 (32, and 24 retiled by 8).
+    ((1, 14, 14, 24), (3, 3, 24, 24), 1, 1, 1),
+    ((1, 10, 9, 8), (3, 3, 8, 56), 1, 1, 1),
 ]
 
 
@@ -396,6 +399,11 @@ CONV_1D_CASES = [
     ((1, 301, 384), (3, 384, 384), 2, 1, 1),
     ((2, 37, 5), (4, 5, 7), 1, 2, 2),
     ((3, 4, 1), (2, 1, 1), 1, 0, 1),
+    # wav2vec2's positional convolution, one group of 24 channels; 56 output
+    # channels (32 and a partial tile of 24), 100 columns (thread tiles of 64
+    # and 36: a dynamic partial register tile).
+    ((1, 227, 24), (128, 24, 24), 1, 0, 1),
+    ((1, 102, 40), (3, 40, 56), 1, 0, 1),
 ]
 
 
@@ -430,6 +438,28 @@ def test_vectorized_conv_1d_matches_numpy(
     assert_close_f32(got, want.astype(np.float32), w[0] * w[1])
 
 
+# Fewer than 32 output channels (8-channel register tiles), and 32 with a
+# partial tile that is not a power of two lanes (retiled by 8).
+NARROW_CHANNEL_CONVS = [
+    (conv_1d_source, (1, 100, 16), (3, 16, 56)),
+    (conv_1d_source, (1, 99, 24), (9, 24, 24)),
+    (lambda x, w: conv_source(x, w, 1, 1, 1, "f32")[0], (1, 28, 28, 24), (3, 3, 24, 24)),
+    (lambda x, w: conv_source(x, w, 1, 1, 1, "f32")[0], (1, 10, 9, 8), (3, 3, 8, 56)),
+    (lambda x, w: conv_source(x, w, 1, 1, 1, "f32")[0], (1, 7, 7, 5), (3, 3, 5, 12)),
+]
+
+
+@pytest.mark.parametrize(("make", "x", "w"), NARROW_CHANNEL_CONVS)
+def test_partial_conv_tiles_are_vector_code_of_power_of_two_lanes(make, x, w) -> None:
+    source = make(x, w, 1, 1, 1) if make is conv_1d_source else make(x, w)
+    loops = lowered_loops(source)
+    assert "vector.fma" in loops
+    # No scalar multiply-adds of a partial tile, and no odd-sized accumulators.
+    assert not re.search(r"arith.mulf .* : f32\n", loops)
+    lanes = {int(n) for n in re.findall(r"vector<1x\d+x(\d+)xf32>", loops)}
+    assert lanes <= {1, 2, 4, 8, 16, 32}, lanes
+
+
 def test_vectorized_conv_1d_is_register_tiled_fma_code() -> None:
     loops = lowered_loops(conv_1d_source((1, 256, 16), (3, 16, 64), 1, 1, 1))
     assert loops.count("vector.fma") == 8
@@ -462,6 +492,8 @@ DEPTHWISE_CASES = [
     ((2, 9, 11, 16), (3, 2), 2, 0, 1),
     ((1, 12, 20, 35), (5, 5), 1, 2, 2),
     ((1, 3, 3, 1), (2, 2), 1, 0, 1),
+    ((1, 14, 14, 24), (3, 3), 1, 1, 1),
+    ((1, 9, 9, 56), (3, 3), 1, 1, 1),
 ]
 
 

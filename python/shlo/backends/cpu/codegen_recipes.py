@@ -60,15 +60,15 @@ def _match_32_bit(
     op_name: str,
     loops: int,
     filled: bool = False,
-    max_rows: int | None = None,
+    limits: Sequence[tuple[int, int]] = (),
     sizes: Sequence[int] = (),
 ) -> str:
     """A matcher for ``op_name`` whose two inputs and init have 32-bit elements.
 
     Every one of its ``loops`` iteration dimensions must be non-empty (tiling
     an empty one crashes). ``filled``: only if a linalg.fill produces the
-    init, which is matched too. ``max_rows``: only if the first dimension
-    has at most that many iterations. ``sizes``: only if the leading
+    init, which is matched too. ``limits``: (dimension, most) pairs,
+    only if each dimension has at most that many iterations. ``sizes``: only if the leading
     dimensions have exactly these many.
 
     f32 is what the recipes are tuned for; i32 passes too and stays exact
@@ -93,11 +93,11 @@ def _match_32_bit(
         f"    transform.match.param.cmpi eq %d{i}, %size{i} : !transform.param<i64>\n"
         for i, size in enumerate(sizes)
     )
-    if max_rows is not None:
-        checks += (
-            f"    %max_rows = transform.param.constant {max_rows} : i64 -> !transform.param<i64>\n"
-            "    transform.match.param.cmpi le %d0, %max_rows : !transform.param<i64>\n"
-        )
+    checks += "".join(
+        f"    %most{i} = transform.param.constant {most} : i64 -> !transform.param<i64>\n"
+        f"    transform.match.param.cmpi le %d{dimension}, %most{i} : !transform.param<i64>\n"
+        for i, (dimension, most) in enumerate(limits)
+    )
     results = "!transform.any_op, !transform.any_op" if filled else "!transform.any_op"
     fill = (
         "  %fill = transform.get_producer_of_operand %op[2]"
@@ -141,16 +141,22 @@ PARTIAL_TILES = "shlo.partial_tiles"
 CONTRACTION_TILES = "shlo.contraction_tiles"
 
 
-def _peel(loop: str) -> str:
-    """Split full tiles from the last partial one; nothing to do (a silenced failure) if none."""
+def _peel(loop: str, tag: str | None = None) -> str:
+    """Split full tiles from the last partial one; nothing to do (a silenced failure) if none.
+
+    The partial one is annotated PARTIAL_TILES, and ``tag`` if given.
+    """
+    tags = [PARTIAL_TILES] + ([tag] if tag else [])
     return (
         f"  transform.sequence {loop} : !transform.any_op failures(suppress) {{\n"
         "  ^bb0(%loop: !transform.any_op):\n"
         '    %for = transform.cast %loop : !transform.any_op to !transform.op<"scf.for">\n'
         "    %full, %partial = transform.loop.peel %for"
         ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)\n'
-        f'    transform.annotate %partial "{PARTIAL_TILES}" : !transform.any_op\n'
-        "  }\n"
+        + "".join(
+            f'    transform.annotate %partial "{name}" : !transform.any_op\n' for name in tags
+        )
+        + "  }\n"
     )
 
 
@@ -368,7 +374,9 @@ def _matmul_definitions(threads: int, shapes: Sequence[tuple[str, tuple[int, ...
     match its sizes exactly; then the general ones.
     """
     narrow = _vectorize_dot_rows(threads) + "".join(
-        _match_32_bit(f"match_matmul_32_{kind}{suffix}", "linalg.matmul", 3, filled, rows)
+        _match_32_bit(
+            f"match_matmul_32_{kind}{suffix}", "linalg.matmul", 3, filled, limits=[(0, rows)]
+        )
         + _vectorize_contraction(
             f"vectorize_matmul_{kind}{suffix}",
             "linalg.matmul",
@@ -466,6 +474,45 @@ def _vectorize_dot_rows(threads: int) -> str:
     )
 
 
+# Mark the partial tiles of a convolution's output channels and columns
+# (see _retile_partial_tiles).
+PARTIAL_CHANNELS = "shlo.partial_channels"
+PARTIAL_COLUMNS = "shlo.partial_columns"
+# Output channels per register tile of a partial channel tile.
+PARTIAL_CHANNEL_TILE = 8
+
+
+def _retile_partial_tiles(op_name: str, tag: str, sizes: Sequence[int]) -> str:
+    """Tile the ``op_name`` ops in ``%forall``'s loops tagged ``tag`` again, by ``sizes``
+    (one non-zero), and peel: the vectorizer takes only static shapes, and LLVM
+    lowers vectors of a power of two lanes well.
+
+    A channel tile of 24 lanes (groups of 24 channels: wav2vec2's positional
+    convolution, RegNet) carried its accumulators through per-lane shuffles
+    (11 GFLOP/s): it becomes three of 8. A partial tile of a dynamic number of
+    columns (the last of a 1-D convolution's thread tiles) stayed a scalar
+    loop: it becomes a loop of one-column tiles.
+    """
+    any_op = "!transform.any_op"
+    loops = "%" + tag.replace(".", "_")
+    # Before canonicalization, which folds the loops of one iteration with their tags.
+    return (
+        f"  {loops} = transform.structured.match attributes {{{tag}}} in %forall"
+        f" : ({any_op}) -> {any_op}\n"
+        f"  transform.foreach {loops} : {any_op} {{\n"
+        f"  ^bb0(%rest_loop: {any_op}):\n"
+        f'    %rest_ops = transform.structured.match ops{{["{op_name}"]}} in %rest_loop'
+        f" : ({any_op}) -> {any_op}\n"
+        f"    transform.foreach %rest_ops : {any_op} {{\n"
+        f"    ^bb0(%rest: {any_op}):\n"
+        f"      %retiled, %retile_loop = transform.structured.tile_using_for %rest"
+        f" tile_sizes {sizes_text(sizes)} : ({any_op}) -> ({any_op}, {any_op})\n"
+        + _peel("%retile_loop")
+        + "    }\n"
+        "  }\n"
+    )
+
+
 def _vectorize_conv_tiles(op_name: str, decompose: bool) -> str:
     """The end of a convolution action: each full tile in ``%forall`` (static sizes after
     canonicalization) vectorized (a 2-D one ``decompose``d to 1-D first); FMAs, hoisting."""
@@ -474,6 +521,8 @@ def _vectorize_conv_tiles(op_name: str, decompose: bool) -> str:
     return (
         "  transform.apply_patterns to %forall {\n"
         "    transform.apply_patterns.canonicalization\n"
+        # min(tile, size - iv) of a retiled partial tile: the tile, from the loop's bounds.
+        "    transform.apply_patterns.scf.for_loop_canonicalization\n"
         f"  }} : {any_op}\n"
         f'  %tiles = transform.structured.match ops{{["{op_name}"]}} in %forall'
         f" : ({any_op}) -> {any_op}\n"
@@ -519,8 +568,11 @@ def _vectorize_conv_2d(
         f"  %reg, %loops:{loops} = transform.structured.tile_using_for %tile"
         f" tile_sizes [1, 1, {ow}, {oc}, {steps}]"
         f" : ({any_op}) -> ({', '.join([any_op] * (loops + 1))})\n"
-        + _peel("%loops#3")
+        + _peel("%loops#3", PARTIAL_CHANNELS)
         + _peel("%loops#2")
+        + _retile_partial_tiles(
+            op_name, PARTIAL_CHANNELS, [0, 0, 0, PARTIAL_CHANNEL_TILE] + [0] * reductions
+        )
         # Static tile sizes in the peeled loops (canonicalized): the vectorizer needs them.
         + _vectorize_conv_tiles(op_name, decompose=True)
     )
@@ -545,8 +597,10 @@ def _vectorize_conv_1d(
         # n, ow, oc, then the reductions kw and ic.
         f"  %reg, %loops:5 = transform.structured.tile_using_for %tile"
         f" tile_sizes [1, {ow}, {oc}, 1, 1] : ({any_op}) -> ({', '.join([any_op] * 6)})\n"
-        + _peel("%loops#2")
-        + _peel("%loops#1")
+        + _peel("%loops#2", PARTIAL_CHANNELS)
+        + _peel("%loops#1", PARTIAL_COLUMNS)
+        + _retile_partial_tiles(op_name, PARTIAL_CHANNELS, [0, 0, PARTIAL_CHANNEL_TILE, 0, 0])
+        + _retile_partial_tiles(op_name, PARTIAL_COLUMNS, [0, 1, 0, 0, 0])
         + _vectorize_conv_tiles(op_name, decompose=False)
     )
 
@@ -560,25 +614,59 @@ CONV_1D_THREAD_COLUMNS = 64
 CONV_THREAD_ROWS = 2
 
 # f32 1-D and 2-D convolutions (NWC, NHWC): 8 output columns x 32 output
-# channels per tile.
-_CONV_DEFINITIONS = (
-    _match_32_bit("match_conv_1d_nwc_wcf_32", "linalg.conv_1d_nwc_wcf", 5)
-    + _vectorize_conv_1d(
-        "vectorize_conv_1d_nwc_wcf", "linalg.conv_1d_nwc_wcf", CONV_1D_THREAD_COLUMNS, (8, 32)
-    )
-    + _match_32_bit("match_conv_2d_nhwc_hwcf_32", "linalg.conv_2d_nhwc_hwcf", 7)
-    + _match_32_bit("match_depthwise_conv_2d_nhwc_hwc_32", "linalg.depthwise_conv_2d_nhwc_hwc", 6)
-    + _vectorize_conv_2d(
-        "vectorize_conv_2d_nhwc_hwcf", "linalg.conv_2d_nhwc_hwcf", 3, CONV_THREAD_ROWS, (8, 32)
-    )
-    + _vectorize_conv_2d(
-        "vectorize_depthwise_conv_2d_nhwc_hwc",
-        "linalg.depthwise_conv_2d_nhwc_hwc",
+# channels per tile; 8 x 8 with fewer than 32 output channels.
+CONV_REGISTER_TILE = (8, 32)
+NARROW_CONV_REGISTER_TILE = (8, PARTIAL_CHANNEL_TILE)
+
+# Per linalg op: its loops, which of them walks the output channels, and its
+# action for a register tile.
+_CONVOLUTIONS: tuple[tuple[str, int, int, Callable[[str, tuple[int, int]], str]], ...] = (
+    (
+        "conv_1d_nwc_wcf",
+        5,
         2,
-        CONV_THREAD_ROWS,
-        (8, 32),
-    )
+        lambda action, tile: _vectorize_conv_1d(
+            action, "linalg.conv_1d_nwc_wcf", CONV_1D_THREAD_COLUMNS, tile
+        ),
+    ),
+    (
+        "conv_2d_nhwc_hwcf",
+        7,
+        3,
+        lambda action, tile: _vectorize_conv_2d(
+            action, "linalg.conv_2d_nhwc_hwcf", 3, CONV_THREAD_ROWS, tile
+        ),
+    ),
+    (
+        "depthwise_conv_2d_nhwc_hwc",
+        6,
+        3,
+        lambda action, tile: _vectorize_conv_2d(
+            action, "linalg.depthwise_conv_2d_nhwc_hwc", 2, CONV_THREAD_ROWS, tile
+        ),
+    ),
 )
+
+
+def _conv_definitions() -> tuple[str, str]:
+    """The convolutions' matchers and actions, and their foreach_match pairs in order."""
+    definitions, pairs = [], []
+    for name, loops, channels, vectorize in _CONVOLUTIONS:
+        narrow_limit = [(channels, CONV_REGISTER_TILE[1] - 1)]
+        for suffix, tile, limits in (
+            ("_narrow", NARROW_CONV_REGISTER_TILE, narrow_limit),
+            ("", CONV_REGISTER_TILE, []),
+        ):
+            matcher, action = f"match_{name}_32{suffix}", f"vectorize_{name}{suffix}"
+            definitions.append(
+                _match_32_bit(matcher, f"linalg.{name}", loops, limits=limits)
+                + vectorize(action, tile)
+            )
+            pairs.append(f"@{matcher} -> @{action}")
+    return "".join(definitions), ", ".join(pairs)
+
+
+_CONV_DEFINITIONS, _CONV_PAIRS = _conv_definitions()
 
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe
@@ -614,10 +702,7 @@ RECIPES: dict[str, Recipe] = {
             "convolution",
             '%funcs = transform.structured.match ops{["func.func"]} in %root'
             " : (!transform.any_op) -> !transform.any_op\n"
-            "    %matched = transform.foreach_match in %funcs"
-            " @match_conv_1d_nwc_wcf_32 -> @vectorize_conv_1d_nwc_wcf,"
-            " @match_conv_2d_nhwc_hwcf_32 -> @vectorize_conv_2d_nhwc_hwcf,"
-            " @match_depthwise_conv_2d_nhwc_hwc_32 -> @vectorize_depthwise_conv_2d_nhwc_hwc"
+            f"    %matched = transform.foreach_match in %funcs {_CONV_PAIRS}"
             " : (!transform.any_op) -> !transform.any_op",
             lambda threads, shapes: _CONV_DEFINITIONS,
         ),
