@@ -189,6 +189,44 @@ def regnet(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
 
 
+def dinov2(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """DINOv2 on one 224x224 image (patches of 14): 257 tokens with the class token, 384 wide."""
+    image, hidden = (28, 32) if quick else (224, 384)
+    model, params = _transformers_model(
+        "FlaxDinov2Model",
+        "Dinov2Config",
+        dict(
+            image_size=image,
+            patch_size=14,
+            hidden_size=hidden,
+            num_hidden_layers=1 if quick else 4,
+            num_attention_heads=2 if quick else 6,
+        ),
+    )
+    pixels = models.normal((1, 3, image, image))
+    return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
+
+
+def wav2vec2(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """wav2vec2 on 2 s of 16 kHz audio, 384 wide: 1-D convolutions of 512 channels, then a
+    positional convolution in 16 groups of 24 channels."""
+    samples, hidden = (4000, 32) if quick else (32000, 384)
+    config = dict(
+        hidden_size=hidden,
+        num_hidden_layers=1 if quick else 4,
+        num_attention_heads=2 if quick else 6,
+        intermediate_size=4 * hidden,
+        num_conv_pos_embedding_groups=4 if quick else 16,
+        do_stable_layer_norm=True,
+        feat_extract_norm="layer",
+    )
+    if quick:
+        config.update(conv_dim=(32,) * 7, num_conv_pos_embeddings=16)
+    model, params = _transformers_model("FlaxWav2Vec2Model", "Wav2Vec2Config", config)
+    audio = models.normal((1, samples))
+    return (lambda params, x: model(x, params=params).last_hidden_state), (params, audio)
+
+
 def pre_norm_block(dim: int, heads: int, rngs: Any) -> Any:
     """A pre-norm transformer block in flax.nnx: causal attention and a gelu MLP."""
     from flax import nnx
@@ -230,7 +268,9 @@ ZOO: dict[str, Builder] = {
     "gemma": language_model("FlaxGemmaForCausalLM", "GemmaConfig", gemma_config),
     "whisper": whisper,
     "vit": vit,
+    "dinov2": dinov2,
     "regnet": regnet,
+    "wav2vec2": wav2vec2,
     "nnx_block": nnx_block,
     "bert_bf16": encoder("FlaxBertModel", "BertConfig", bf16=True),
     "gpt2_bf16": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, bf16=True),

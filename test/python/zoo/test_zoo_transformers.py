@@ -108,6 +108,31 @@ def vision_case(model_cls: str, config_cls: str, image_shape: tuple, **config: A
     return build
 
 
+def wav2vec2_case() -> tuple:
+    """wav2vec2: seven strided 1-D convolutions over raw audio, then a positional
+    convolution in 2 groups of 24 channels."""
+    model = random_model(
+        "FlaxWav2Vec2Model",
+        "Wav2Vec2Config",
+        dict(
+            hidden_size=48,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            conv_dim=(32,) * 7,
+            num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=2,
+            do_stable_layer_norm=True,
+            feat_extract_norm="layer",
+        ),
+    )
+
+    def forward(params, audio):
+        return model(audio, params=params).last_hidden_state
+
+    return forward, (model.params, images((BATCH, 4000)))
+
+
 def whisper_case() -> tuple:
     """Whisper: a 1-D convolution stem over mel features, then an encoder-decoder."""
     model = random_model(
@@ -213,6 +238,7 @@ CASES = {
         max_position_embeddings=256,
     ),
     "whisper": whisper_case,
+    "wav2vec2": wav2vec2_case,
     "opt": causal_lm_case(
         "FlaxOPTForCausalLM",
         "OPTConfig",
@@ -246,6 +272,17 @@ CASES = {
         num_hidden_layers=2,
         num_attention_heads=2,
         intermediate_size=64,
+    ),
+    # 28 / 14: 4 patches and the class token.
+    "dinov2": vision_case(
+        "FlaxDinov2Model",
+        "Dinov2Config",
+        (BATCH, 3, 28, 28),
+        image_size=28,
+        patch_size=14,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
     ),
     "beit": vision_case(
         "FlaxBeitModel",
