@@ -144,6 +144,10 @@ MATMUL_SHAPES = [
     (67, 129, 300),
     (130, 260, 70),
     (128, 512, 512),
+    # Fewer than 32 columns: 16-column register tiles and a partial one.
+    (64, 40, 24),
+    (100, 9, 31),
+    (40, 20, 16),
 ]
 
 
@@ -661,3 +665,22 @@ def test_balanced_thread_tiles_match_numpy(b: int, m: int, k: int, n: int, threa
     pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
     got = shlo.compile(source, isolate=False, pipeline=pipeline)(x, y)
     assert_close_f32(got, (x.astype(np.float64) @ y).astype(np.float32), k)
+
+
+@pytest.mark.parametrize(
+    ("n", "accumulators"), [(24, "vector<8x16xf32>"), (32, "vector<8x32xf32>")]
+)
+def test_matmul_of_few_columns_has_16_column_tiles(n: int, accumulators: str) -> None:
+    module = shlo.load_module(matmul_source(256, 64, n))
+    run_pipeline(
+        module, FRONTEND + CpuPipeline(strategy=VECTOR_RECIPES).elements(through="tensor-codegen")
+    )
+    tiles = str(module)
+    assert re.search(rf"scf.for .* iter_args\(.*\) -> \({accumulators}\)", tiles)
+    # Not 32 lanes masked to 24.
+    assert ("vector<8x32xf32>" in tiles) == (n == 32)
+
+
+def test_vectorized_batch_matmul_of_few_columns_matches_numpy() -> None:
+    got, (x, y) = run_f32(batch_matmul_source(3, 33, 17, 24), (3, 33, 17), (3, 17, 24))
+    assert_close_f32(got, (x.astype(np.float64) @ y).astype(np.float32), 17)
