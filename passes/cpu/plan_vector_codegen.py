@@ -150,21 +150,15 @@ def _generic_loops(op: ir.Operation, vector_bits: int) -> _Loops | None:
     bits = max(_element_bits(o.type) for o in operands if isinstance(o.type, ir.ShapedType))
     reductions = tuple("reduction" in k for k in kinds)
     # A vector along a strided dimension is one scalar access per lane:
-    # only transposes of whole square tiles avoid that.
+    # transposes are vectorized in square tiles, their partial tiles scalar.
     transposed = None
     for map_ in maps:
         loops_read = [
             ir.AffineDimExpr(e).position for e in map_.results if isinstance(e, ir.AffineDimExpr)
         ]
         if contiguous_loop in loops_read and loops_read[-1] != contiguous_loop:
-            lanes = vector_bits // bits
             other = loops_read[-1]
-            if (
-                any(reductions)
-                or transposed not in (None, other)
-                or sizes[contiguous_loop] % lanes
-                or sizes[other] % lanes
-            ):
+            if any(reductions) or transposed not in (None, other):
                 return None
             transposed = other
     if _has_bf16(operands) and sizes[contiguous_loop] % BF16_LANES_MULTIPLE:
@@ -308,6 +302,12 @@ class PlanVectorCodegenPass(Pass):
             lines.append(f'transform.annotate {handle} "{VECTORIZE}" : !transform.any_op')
             if loops.transposed is None and sizes[v] and loops.sizes[v] % tile:
                 lines.append(_peel(f"%loops#{tiled_loops.index(v)}"))
+            if loops.transposed is not None:
+                # Full square tiles static, the partial ones scalar; the inner loop
+                # first, since peeling the outer one copies it.
+                for loop in sorted((v, loops.transposed), reverse=True):
+                    if loops.sizes[loop] % lanes:
+                        lines.append(_peel(f"%loops#{tiled_loops.index(loop)}", f"_{loop}"))
         return suppressed_sequence(lines)
 
 
@@ -347,10 +347,10 @@ _AFTER_TILING = """\
 """
 
 
-def _peel(loop: str) -> str:
+def _peel(loop: str, suffix: str = "") -> str:
     """Split off the partial last tile, so the full tiles have static shapes."""
     return (
-        f'%cast = transform.cast {loop} : !transform.any_op to !transform.op<"scf.for">\n'
-        "      %full, %partial_tile = transform.loop.peel %cast"
+        f'%cast{suffix} = transform.cast {loop} : !transform.any_op to !transform.op<"scf.for">\n'
+        f"      %full{suffix}, %partial_tile{suffix} = transform.loop.peel %cast{suffix}"
         ' : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)'
     )

@@ -206,6 +206,20 @@ def test_a_transpose_and_an_elementwise_op_of_the_same_shape_get_their_own_plans
         check(function, x, y)
 
 
+def test_a_transpose_of_sizes_off_the_tile_is_vector_code_on_threads() -> None:
+    # Attention's softmax divide, written transposed: ViT at 384x384 has 577
+    # tokens. Full 16x16 tiles are transposed in registers, the partial ones
+    # (37 = 2 x 16 + 5, 100 = 6 x 16 + 4) are scalar.
+    x, s = floats(4, 100, 37), floats(4, 100)
+
+    def divide_transposed(x, s):
+        return jnp.swapaxes(x / s[:, :, None], 1, 2)
+
+    ir = tensor_codegen_ir(divide_transposed, floats(6, 577, 577), floats(6, 577), threads=2)
+    assert "vector<16x16xf32>" in ir and "scf.forall" in ir
+    check(divide_transposed, x, s, threads=2)
+
+
 def softmax(x):
     return jax.nn.softmax(x, axis=-1)
 
