@@ -125,23 +125,26 @@ def llama_config(s: dict[str, int]) -> dict[str, Any]:
     )
 
 
-def vit(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """ViT on one 224x224 image (patches of 16): 196 tokens, 384 wide."""
-    image, hidden = (32, 32) if quick else (224, 384)
-    model, params = _transformers_model(
-        "FlaxViTModel",
-        "ViTConfig",
-        dict(
+def vision_transformer(model_cls: str, config_cls: str, patch: int) -> Builder:
+    """A vision transformer on one 224x224 image in patches of ``patch``, 384 wide, 4 layers
+    (4x wide MLPs; DINOv2's default ratio)."""
+
+    def build(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        image, hidden = (2 * patch, 32) if quick else (224, 384)
+        config = dict(
             image_size=image,
-            patch_size=16,
+            patch_size=patch,
             hidden_size=hidden,
             num_hidden_layers=1 if quick else 4,
             num_attention_heads=2 if quick else 6,
-            intermediate_size=4 * hidden,
-        ),
-    )
-    pixels = models.normal((1, 3, image, image))
-    return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
+        )
+        if config_cls == "ViTConfig":
+            config["intermediate_size"] = 4 * hidden
+        model, params = _transformers_model(model_cls, config_cls, config)
+        pixels = models.normal((1, 3, image, image))
+        return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
+
+    return build
 
 
 def gemma_config(s: dict[str, int]) -> dict[str, Any]:
@@ -186,24 +189,6 @@ def regnet(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     )
     model, params = _transformers_model("FlaxRegNetModel", "RegNetConfig", config)
     pixels = models.normal((1, 3, size, size))
-    return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
-
-
-def dinov2(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """DINOv2 on one 224x224 image (patches of 14): 257 tokens with the class token, 384 wide."""
-    image, hidden = (28, 32) if quick else (224, 384)
-    model, params = _transformers_model(
-        "FlaxDinov2Model",
-        "Dinov2Config",
-        dict(
-            image_size=image,
-            patch_size=14,
-            hidden_size=hidden,
-            num_hidden_layers=1 if quick else 4,
-            num_attention_heads=2 if quick else 6,
-        ),
-    )
-    pixels = models.normal((1, 3, image, image))
     return (lambda params, x: model(x, params=params).last_hidden_state), (params, pixels)
 
 
@@ -267,8 +252,9 @@ ZOO: dict[str, Builder] = {
     "llama": language_model("FlaxLlamaForCausalLM", "LlamaConfig", llama_config),
     "gemma": language_model("FlaxGemmaForCausalLM", "GemmaConfig", gemma_config),
     "whisper": whisper,
-    "vit": vit,
-    "dinov2": dinov2,
+    # 196 patches; DINOv2: 256 and a class token, 257 rows.
+    "vit": vision_transformer("FlaxViTModel", "ViTConfig", 16),
+    "dinov2": vision_transformer("FlaxDinov2Model", "Dinov2Config", 14),
     "regnet": regnet,
     "wav2vec2": wav2vec2,
     "nnx_block": nnx_block,
