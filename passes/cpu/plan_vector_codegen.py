@@ -119,7 +119,7 @@ def _element_bits(type_: ir.Type) -> int:
     return 64 if str(element) == "index" else max(getattr(element, "width", 32), 8)
 
 
-def _generic_loops(op: ir.Operation, vector_bits: int) -> _Loops | None:
+def _generic_loops(op: ir.Operation) -> _Loops | None:
     parts = linalg_generic_parts(op)
     operands = [*parts.inputs, *parts.outputs]
     maps = [*parts.input_maps, *parts.output_maps]
@@ -218,7 +218,7 @@ class PlanVectorCodegenPass(Pass):
             loops = (
                 _fill_loops(op)
                 if op.name == "linalg.fill"
-                else _generic_loops(op, self.vector_bits)
+                else _generic_loops(op)
                 if _body_is_vectorizable(op)
                 else None
             )

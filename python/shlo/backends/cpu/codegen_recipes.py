@@ -67,9 +67,9 @@ def _match_32_bit(
 
     Every one of its ``loops`` iteration dimensions must be non-empty (tiling
     an empty one crashes). ``filled``: only if a linalg.fill produces the
-    init, which is matched too. ``limits``: (dimension, most) pairs,
-    only if each dimension has at most that many iterations. ``sizes``: only if the leading
-    dimensions have exactly these many.
+    init, which is matched too. ``limits``: (dimension, most) pairs, only if
+    each such dimension has at most that many iterations. ``sizes``: only if
+    the leading dimensions have exactly these many.
 
     f32 is what the recipes are tuned for; i32 passes too and stays exact
     (integer products and sums are the same in any order). Mixed and other
@@ -300,8 +300,12 @@ NARROW_K_TILE = 64
 NARROW_MAX_ROWS = max(rows for _, rows, _ in NARROW_MATMULS)
 
 
+def _ceil_div(value: int, divisor: int) -> int:
+    return -(-value // divisor)
+
+
 def _round_up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
+    return _ceil_div(value, multiple) * multiple
 
 
 def _busiest_thread_work(shape: Sequence[int], tile_rows: int, threads: int) -> int:
@@ -316,7 +320,7 @@ def _busiest_thread_work(shape: Sequence[int], tile_rows: int, threads: int) -> 
     *batch, rows, columns = shape
     tile_columns = MATMUL_THREAD_TILE[1]
     register_rows, register_columns = MATMUL_REGISTER_TILE
-    row_tiles, column_tiles = -(-rows // tile_rows), -(-columns // tile_columns)
+    row_tiles, column_tiles = _ceil_div(rows, tile_rows), _ceil_div(columns, tile_columns)
     last_rows = _round_up(rows - (row_tiles - 1) * tile_rows, register_rows)
     tile_row_sizes = (tile_rows, last_rows)
     all_rows = (row_tiles - 1) * tile_rows + last_rows
@@ -510,8 +514,8 @@ def _retile_partial_tiles(op_name: str, tag: str, sizes: Sequence[int]) -> str:
     (one non-zero), and peel: the vectorizer takes only static shapes, and LLVM
     lowers vectors of a power of two lanes well.
 
-    A channel tile of 24 lanes (groups of 24 channels: wav2vec2's positional
-    convolution, RegNet) carried its accumulators through per-lane shuffles
+    A channel tile of 24 lanes (56 or 88 channels, which leave 24 after tiles
+    of 32) carried its accumulators through per-lane shuffles
     (11 GFLOP/s): it becomes three of 8. A partial tile of a dynamic number of
     columns (the last of a 1-D convolution's thread tiles) stayed a scalar
     loop: it becomes a loop of one-column tiles.
@@ -639,7 +643,7 @@ CONV_THREAD_ROWS = 2
 # f32 1-D and 2-D convolutions (NWC, NHWC): 8 output columns x 32 output
 # channels per tile; 8 x 8 with fewer than 32 output channels.
 CONV_REGISTER_TILE = (8, 32)
-NARROW_CONV_REGISTER_TILE = (8, PARTIAL_CHANNEL_TILE)
+FEW_CHANNELS_REGISTER_TILE = (8, PARTIAL_CHANNEL_TILE)
 
 # Per linalg op: its loops, which of them walks the output channels, and its
 # action for a register tile.
@@ -675,9 +679,9 @@ def _conv_definitions() -> tuple[str, str]:
     """The convolutions' matchers and actions, and their foreach_match pairs in order."""
     definitions, pairs = [], []
     for name, loops, channels, vectorize in _CONVOLUTIONS:
-        narrow_limit = [(channels, CONV_REGISTER_TILE[1] - 1)]
+        few_channels = [(channels, CONV_REGISTER_TILE[1] - 1)]
         for suffix, tile, limits in (
-            ("_narrow", NARROW_CONV_REGISTER_TILE, narrow_limit),
+            ("_few_channels", FEW_CHANNELS_REGISTER_TILE, few_channels),
             ("", CONV_REGISTER_TILE, []),
         ):
             matcher, action = f"match_{name}_32{suffix}", f"vectorize_{name}{suffix}"
