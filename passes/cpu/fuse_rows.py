@@ -17,8 +17,10 @@ member may be used outside the group: the group grows no further past a
 member used outside, and such a member that is not the last stays out, with
 what feeds it. A group is kept when a reduction's result is read by another
 member, at least two members walk whole rows, and its values (``min-bytes``,
-by default 32 MiB) would not stay in the last-level cache between loop nests
-anyway: softmax over [2048, 8192] (64 MB) ran in 9.0 ms instead of 13.7.
+by default 4 MiB) would not stay in a core's L2 cache between loop nests:
+softmax over [2048, 8192] (64 MB) ran in 9.0 ms instead of 13.7, and over
+[512, 4096] (24 MB of values, which the separate nests read from the L3
+cache) in 0.65 ms instead of 0.91 (``bench/fuse_rows.py``).
 
 The pass tags the members and writes a transform sequence that
 ``transform-interpreter`` applies next: the last member is tiled by an
@@ -54,10 +56,12 @@ TAG = "shlo.row_op"
 BLOCK_BYTES = 192 << 10
 # A block whose rows need more than this has no cache to stay in.
 MAX_ROW_BYTES = 4 << 20
-# The last-level cache of the machine this is tuned for (32 MiB of L3): a
-# group whose values fit stays there between loop nests, and its blocks'
-# overhead made it 5-10% slower (softmax over [512, 4096]).
-MIN_GROUP_BYTES = 32 << 20
+# Groups whose values fit in a core's L2 cache (1-2 MiB) stay there between
+# loop nests. Above it the nests stream from L3, and blocks of rows were
+# 0.71-0.82x their time from 4 MB of input up; until the runtime kept freed
+# blocks per thread, the blocks' buffers met on one lock and groups below the
+# 32 MiB L3 cache gained nothing (0.87-1.07x).
+MIN_GROUP_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
