@@ -66,6 +66,51 @@ func.func @sort_size_one(%arg0: tensor<4x1xi32>) -> tensor<4x1xi32> {
 
 // -----
 
+// Only the first 3 of 64 are read (jax's top_k): a sorted buffer of 3 per row,
+// each element compared from the buffer's end up (comparator(new, held)).
+// CHECK-LABEL: func @first_three
+func.func @first_three(%arg0: tensor<2x64xf32>, %arg1: tensor<2x64xi32>) -> (tensor<2x3xf32>, tensor<2x2xi32>) {
+  // CHECK: %[[BUF:.+]] = tensor.empty() : tensor<2x3xf32>
+  // CHECK: scf.for %[[ROW:[a-z0-9_]+]] = {{.*}} -> (tensor<2x3xf32>, tensor<2x3xi32>)
+  // CHECK: scf.for %[[J:[a-z0-9_]+]] = {{.*}} -> (index, tensor<2x3xf32>, tensor<2x3xi32>)
+  // CHECK: scf.while
+  // CHECK: %[[NEW:.+]] = tensor.extract %arg0[%[[ROW]], %[[J]]] : tensor<2x64xf32>
+  // CHECK: %[[NEWT:.+]] = tensor.from_elements %[[NEW]] : tensor<f32>
+  // CHECK: %[[HELD:.+]] = tensor.extract %{{.+}}[%[[ROW]], %{{.+}}] : tensor<2x3xf32>
+  // CHECK: %[[HELDT:.+]] = tensor.from_elements %[[HELD]] : tensor<f32>
+  // CHECK: stablehlo.compare GT, %[[NEWT]], %[[HELDT]], TOTALORDER
+  // CHECK: scf.condition
+  // CHECK: stablehlo.slice %{{.+}} [0:2, 0:3] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK: stablehlo.slice %{{.+}} [0:2, 0:2] : (tensor<2x3xi32>) -> tensor<2x2xi32>
+  // CHECK-NOT: tensor<128xindex>
+  %0:2 = "stablehlo.sort"(%arg0, %arg1) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+    %gt = stablehlo.compare GT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %gt : tensor<i1>
+  }) : (tensor<2x64xf32>, tensor<2x64xi32>) -> (tensor<2x64xf32>, tensor<2x64xi32>)
+  %1 = stablehlo.slice %0#0 [0:2, 0:3] : (tensor<2x64xf32>) -> tensor<2x3xf32>
+  %2 = stablehlo.slice %0#1 [0:2, 0:2] : (tensor<2x64xi32>) -> tensor<2x2xi32>
+  return %1, %2 : tensor<2x3xf32>, tensor<2x2xi32>
+}
+
+// -----
+
+// More than 4 log2(n) elements read: the whole merge sort.
+// CHECK-LABEL: func @first_thirty
+func.func @first_thirty(%arg0: tensor<64xf32>) -> tensor<30xf32> {
+  // CHECK: tensor.empty() : tensor<128xindex>
+  // CHECK-NOT: scf.while
+  %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %gt = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %gt : tensor<i1>
+  }) : (tensor<64xf32>) -> tensor<64xf32>
+  %1 = stablehlo.slice %0 [0:30] : (tensor<64xf32>) -> tensor<30xf32>
+  return %1 : tensor<30xf32>
+}
+
+// -----
+
 func.func @sort_dynamic(%arg0: tensor<?xf32>) -> tensor<?xf32> {
   // expected-error@+1 {{expected statically shaped operands}}
   %0 = "stablehlo.sort"(%arg0) <{dimension = 0 : i64}> ({
