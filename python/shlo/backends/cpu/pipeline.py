@@ -86,6 +86,9 @@ class CodegenStrategy:
                 # Each distinct kernel is planned, transformed, bufferized and
                 # lowered to loops once, in its own small function.
                 "shlo-outline-tensor-kernels",
+                # Arrays inserted into slices (a concatenation's operands): copies
+                # the plan threads, not strided copies after bufferization.
+                "shlo-copy-into-slices",
                 # Contractions no recipe took become generics that the plan
                 # vectorizes (after fusion, which must not fuse into them).
                 "func.func(linalg-generalize-named-ops)",
@@ -260,7 +263,9 @@ class CpuPipeline:
     """The stages from static StableHLO to the LLVM dialect, in order."""
 
     strategy: CodegenStrategy = field(default_factory=lambda: default_strategy())
-    pre_linalg: tuple[str, ...] = DECOMPOSITIONS
+    # A concatenation no elementwise op fuses becomes copies into slices that
+    # the vector code generation threads (upstream's lowering is a scalar loop).
+    pre_linalg: tuple[str, ...] = (*DECOMPOSITIONS, "shlo-lower-concatenate")
     # Threads the generated code runs on; None: every core of the machine.
     threads: int | None = None
 
