@@ -10,7 +10,10 @@ Here, on tensors and before the vector plan, each such insert of at least
 ``tensor.extract_slice`` of the destination, which the plan tiles,
 vectorizes and threads, and which bufferizes into the destination's buffer.
 (``canonicalize`` would fold the copy back into the insert, so this runs after
-the last one before the plan.)
+the last one before the plan.) A ``tensor.pad`` by a value computed outside
+it becomes such an insert into a ``linalg.fill`` of the padded shape, both
+threaded, where bufferization made it a scalar fill and a strided copy on one
+thread (``jnp.pad`` of [2048, 2048]: 1.4x XLA's time).
 
   %r = tensor.insert_slice %a into %d[0, 3] [4, 5] [1, 1] : tensor<4x5xf32> into tensor<4x8xf32>
   ==>
@@ -59,15 +62,46 @@ def _computed_in_place(value: ir.Value) -> bool:
     return producer is not None and producer.name.startswith("linalg.")
 
 
+def _pad_value(op: ir.Operation) -> ir.Value | None:
+    """The value a static ``tensor.pad`` pads with, when its body only yields one from outside."""
+    body = op.regions[0].blocks[0]
+    operations = list(body.operations)
+    if len(operations) != 1 or static_shape(op.results[0]) is None:
+        return None
+    value = operations[0].operands[0]
+    if any(value == argument for argument in body.arguments):
+        return None  # the position
+    return value  # the body holds only the yield: defined outside
+
+
+def _fill_and_insert(op: ir.Operation, value: ir.Value) -> None:
+    """Replace the pad ``op`` by an insert of its source into a fill of its result."""
+    low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
+    result_type = ir.RankedTensorType(op.results[0].type)
+    source = op.operands[0]
+    with op.location, ir.InsertionPoint(op):
+        empty = tensor.EmptyOp(result_type.shape, result_type.element_type).result
+        filled = linalg.fill(value, outs=[empty])
+        inserted = tensor.InsertSliceOp(
+            source, filled, [], [], [], low, static_shape(source), [1] * len(low)
+        ).result
+    op.results[0].replace_all_uses_with(inserted)
+    op.erase()
+
+
 @dataclass(frozen=True)
 class CopyIntoSlicesPass(Pass):
-    """Copy arrays inserted into slices with a linalg.generic that the vector plan threads."""
+    """Copy arrays inserted into slices (and padded) with ops that the vector plan threads."""
 
     argument: ClassVar[str] = "shlo-copy-into-slices"
     # Smaller inserts stay: a copy kernel costs a call and a loop nest.
     min_elements: int = 4096
 
     def run(self, module: ir.Operation) -> None:
+        for op in ops_named(module, "tensor.pad"):
+            value = _pad_value(op)
+            if value is not None and len(op.operands) == 1:  # static low and high
+                _fill_and_insert(op, value)
         for op in ops_named(module, "tensor.insert_slice"):
             source = op.operands[0]
             shape = static_shape(source)

@@ -31,3 +31,37 @@ func.func @left_alone(%a: tensor<4x5xf32>, %b: tensor<2x2xf32>, %c: tensor<4x2xf
   %r2 = tensor.insert_slice %c into %d[0, 0] [4, 2] [1, 2] : tensor<4x2xf32> into tensor<4x8xf32>
   return %r0, %r1, %r2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A pad by a value from outside: a fill of the padded shape and the source
+// copied into its slice.
+// CHECK-LABEL: func @pad
+func.func @pad(%x: tensor<4x5xf32>, %v: f32) -> tensor<6x8xf32> {
+  // CHECK: %[[E:.+]] = tensor.empty() : tensor<6x8xf32>
+  // CHECK: %[[F:.+]] = linalg.fill ins(%arg1 : f32) outs(%[[E]] : tensor<6x8xf32>)
+  // CHECK: %[[S:.+]] = tensor.extract_slice %[[F]][1, 2] [4, 5] [1, 1]
+  // CHECK: %[[C:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x5xf32>) outs(%[[S]] : tensor<4x5xf32>)
+  // CHECK: tensor.insert_slice %[[C]] into %[[F]][1, 2] [4, 5] [1, 1]
+  // CHECK-NOT: tensor.pad
+  %p = tensor.pad %x low[1, 2] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %v : f32
+  } : tensor<4x5xf32> to tensor<6x8xf32>
+  return %p : tensor<6x8xf32>
+}
+
+// -----
+
+// A pad whose value depends on the position stays.
+// CHECK-LABEL: func @pad_by_position
+func.func @pad_by_position(%x: tensor<4x5xf32>) -> tensor<6x8xf32> {
+  // CHECK: tensor.pad
+  %p = tensor.pad %x low[1, 2] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    %f = arith.index_cast %i : index to i32
+    %v = arith.sitofp %f : i32 to f32
+    tensor.yield %v : f32
+  } : tensor<4x5xf32> to tensor<6x8xf32>
+  return %p : tensor<6x8xf32>
+}
