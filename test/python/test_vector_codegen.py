@@ -383,3 +383,21 @@ def test_bf16_vectors_of_odd_lengths_are_not_made(function, shape) -> None:
     got = shlo.compile(text, pipeline=CpuPipeline(strategy=VECTORIZED))(np.asarray(x))
     want = interpret(text, "main", [np.asarray(x)])[0]
     np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), atol=0.1)
+
+
+# Generics the vectorizer cannot take (a gather through tensor.extract in the
+# body, a concatenation's scf.if) still split their outer loop over threads.
+NOT_VECTORIZED = [
+    (
+        lambda x, i: jnp.take_along_axis(x, i, 1),
+        (floats(800, 300), RNG.integers(0, 300, (800, 100)).astype(np.int32)),
+    ),
+    (lambda a, b: jnp.concatenate([a, b], -1) * 2.0, (floats(500, 100), floats(500, 57))),
+]
+
+
+@pytest.mark.parametrize(("function", "args"), NOT_VECTORIZED, ids=["take_along", "fused_concat"])
+def test_generics_not_vectorized_run_on_threads(function, args) -> None:
+    assert "scf.forall" in tensor_codegen_ir(function, *args, threads=2)
+    assert "scf.forall" not in tensor_codegen_ir(function, *args, threads=1)
+    check(function, *args, threads=2)
