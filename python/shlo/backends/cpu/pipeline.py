@@ -263,9 +263,10 @@ class CpuPipeline:
     """The stages from static StableHLO to the LLVM dialect, in order."""
 
     strategy: CodegenStrategy = field(default_factory=lambda: default_strategy())
-    # A concatenation no elementwise op fuses becomes copies into slices that
-    # the vector code generation threads (upstream's lowering is a scalar loop).
-    pre_linalg: tuple[str, ...] = (*DECOMPOSITIONS, "shlo-lower-concatenate")
+    # A concatenation no elementwise op fuses becomes copies into slices, and a
+    # large reverse a generic reading by index, which the vector code
+    # generation threads (upstream's lowerings stay scalar loops on one thread).
+    pre_linalg: tuple[str, ...] = (*DECOMPOSITIONS, "shlo-lower-concatenate", "shlo-lower-reverse")
     # Threads the generated code runs on; None: every core of the machine.
     threads: int | None = None
 
