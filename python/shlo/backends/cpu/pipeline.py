@@ -263,10 +263,16 @@ class CpuPipeline:
     """The stages from static StableHLO to the LLVM dialect, in order."""
 
     strategy: CodegenStrategy = field(default_factory=lambda: default_strategy())
-    # A concatenation no elementwise op fuses becomes copies into slices, and a
-    # large reverse a generic reading by index, which the vector code
-    # generation threads (upstream's lowerings stay scalar loops on one thread).
-    pre_linalg: tuple[str, ...] = (*DECOMPOSITIONS, "shlo-lower-concatenate", "shlo-lower-reverse")
+    # A concatenation no elementwise op fuses becomes copies into slices, a
+    # large reverse a generic reading by index, and a reduction over every
+    # dimension two reductions, the first with a parallel loop: the vector
+    # code generation threads them (upstream's forms ran on one thread).
+    pre_linalg: tuple[str, ...] = (
+        *DECOMPOSITIONS,
+        "shlo-lower-concatenate",
+        "shlo-lower-reverse",
+        "shlo-split-full-reductions",
+    )
     # Threads the generated code runs on; None: every core of the machine.
     threads: int | None = None
 
