@@ -24,6 +24,7 @@ vectorizes the reversed reads).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -81,8 +82,5 @@ class LowerReversePass(Pass):
             shape = static_shape(op.results[0])
             if shape is None or not shape or 0 in shape:
                 continue
-            count = 1
-            for size in shape:
-                count *= size
-            if count >= self.min_elements:
+            if math.prod(shape) >= self.min_elements:
                 lower_reverse(op)

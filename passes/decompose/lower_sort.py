@@ -96,32 +96,33 @@ class _RowsTemplate:
     def emit(self, line: str) -> None:
         self.lines.append(line)
 
+    def convert(
+        self, result: str, name: str, value: str, source: str, target: str, attributes: str = ""
+    ) -> str:
+        """Emit ``result = name(value)`` from type ``source`` to ``target``; returns ``result``."""
+        self.emit(f'{result} = "{name}"({value}){attributes} : ({source}) -> {target}')
+        return result
+
     def operands(self) -> None:
         """``self.x``: the operands as ``rows x n`` tensors."""
-        emit, shape, storage, perm = self.emit, self.shape, self.storage, self.perm
+        shape, storage, perm = self.shape, self.storage, self.perm
         rows, n, transposed = self.rows, self.n, self.transposed
         for i, type_ in enumerate(self.types):
             value = f"%arg{i}"
+            stored = tensor_type_text(shape, storage[i])
+            moved = tensor_type_text(transposed, storage[i])
             if storage[i] != type_.element_type:
-                emit(
-                    f'%s{i} = "stablehlo.bitcast_convert"({value}) : ({type_}) -> '
-                    f"{tensor_type_text(shape, storage[i])}"
+                value = self.convert(
+                    f"%s{i}", "stablehlo.bitcast_convert", value, str(type_), stored
                 )
-                value = f"%s{i}"
             if perm != list(range(self.rank)):
-                emit(
-                    f'%t{i} = "stablehlo.transpose"({value}) <{{permutation = {_array(perm)}}}> : '
-                    f"({tensor_type_text(shape, storage[i])}) -> "
-                    f"{tensor_type_text(transposed, storage[i])}"
+                permutation = f" <{{permutation = {_array(perm)}}}>"
+                value = self.convert(
+                    f"%t{i}", "stablehlo.transpose", value, stored, moved, permutation
                 )
-                value = f"%t{i}"
             if transposed != [rows, n]:
-                emit(
-                    f'%rs{i} = "stablehlo.reshape"({value}) : '
-                    f"({tensor_type_text(transposed, storage[i])}) -> "
-                    f"{tensor_type_text([rows, n], storage[i])}"
-                )
-                value = f"%rs{i}"
+                rows_type = tensor_type_text([rows, n], storage[i])
+                value = self.convert(f"%rs{i}", "stablehlo.reshape", value, moved, rows_type)
             self.x.append(value)
 
     def scalar_tensor(self, name: str, i: int, source: str, row: str, col: str) -> str:
@@ -144,7 +145,7 @@ class _RowsTemplate:
 
     def template(self, results: list[str]) -> str:
         """``@template``, returning ``rows x out`` ``results`` in the operands' layout."""
-        emit, storage, perm = self.emit, self.storage, self.perm
+        storage, perm = self.storage, self.perm
         inverse = [perm.index(d) for d in range(self.rank)]
         transposed = [*self.transposed[:-1], self.out]
         shape = [self.out if d == perm[-1] else size for d, size in enumerate(self.shape)]
@@ -152,26 +153,20 @@ class _RowsTemplate:
         for i, type_ in enumerate(self.types):
             value = results[i]
             row_type = tensor_type_text([self.rows, self.out], storage[i])
-            if transposed != [self.rows, self.out]:
-                emit(
-                    f'%y{i} = "stablehlo.reshape"({value}) : ({row_type}) -> '
-                    f"{tensor_type_text(transposed, storage[i])}"
-                )
-                value = f"%y{i}"
-            if perm != list(range(self.rank)):
-                emit(
-                    f'%u{i} = "stablehlo.transpose"({value}) <{{permutation = {_array(inverse)}}}> : '
-                    f"({tensor_type_text(transposed, storage[i])}) -> "
-                    f"{tensor_type_text(shape, storage[i])}"
-                )
-                value = f"%u{i}"
+            moved = tensor_type_text(transposed, storage[i])
+            stored = tensor_type_text(shape, storage[i])
             result_type = tensor_type_text(shape, type_.element_type)
-            if storage[i] != type_.element_type:
-                emit(
-                    f'%z{i} = "stablehlo.bitcast_convert"({value}) : '
-                    f"({tensor_type_text(shape, storage[i])}) -> {result_type}"
+            if transposed != [self.rows, self.out]:
+                value = self.convert(f"%y{i}", "stablehlo.reshape", value, row_type, moved)
+            if perm != list(range(self.rank)):
+                permutation = f" <{{permutation = {_array(inverse)}}}>"
+                value = self.convert(
+                    f"%u{i}", "stablehlo.transpose", value, moved, stored, permutation
                 )
-                value = f"%z{i}"
+            if storage[i] != type_.element_type:
+                value = self.convert(
+                    f"%z{i}", "stablehlo.bitcast_convert", value, stored, result_type
+                )
             values.append(value)
             types.append(result_type)
         signature = ", ".join(f"%arg{i}: {t}" for i, t in enumerate(self.types))
