@@ -86,6 +86,7 @@ _PASS_CLASSES = {
     "shlo-verify-static": "frontend.verify_static:VerifyStaticPass",
     "shlo-widen-small-float-converts": "decompose.widen_small_float_converts:WidenSmallFloatConvertsPass",
     "shlo-write-over-dead-inputs": "linalg.write_over_dead_inputs:WriteOverDeadInputsPass",
+    "shlo-widen-integer-dots": "cpu.widen_integer_dots:WidenIntegerDotsPass",
     "shlo-widen-unsigned-quantized": "frontend.widen_unsigned_quantized:WidenUnsignedQuantizedPass",
 }
 

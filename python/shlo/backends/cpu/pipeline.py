@@ -272,6 +272,8 @@ class CpuPipeline:
         "shlo-lower-concatenate",
         "shlo-lower-reverse",
         "shlo-split-full-reductions",
+        # int8 matmuls into i32: the i32 matmul recipe, not scalar loops.
+        "shlo-widen-integer-dots",
     )
     # Threads the generated code runs on; None: every core of the machine.
     threads: int | None = None
