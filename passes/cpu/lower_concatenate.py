@@ -55,11 +55,10 @@ def lower_concatenate(op: ir.Operation) -> None:
 
 
 def _materialized(op: ir.Operation) -> bool:
-    """Whether ``op``'s result is static and no reader would fuse it."""
-    if static_shape(op.results[0]) is None or any(
-        static_shape(operand) is None for operand in op.operands
-    ):
-        return False
+    """Whether ``op``'s result is static, not empty, and no reader would fuse it."""
+    shape = static_shape(op.results[0])
+    if shape is None or 0 in shape or any(static_shape(v) is None for v in op.operands):
+        return False  # slices of an empty tensor do not verify
     return all(use.owner.name not in _FUSING_READERS for use in op.results[0].uses)
 
 

@@ -23,3 +23,13 @@ func.func @fused(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x8xf32> {
   %s = stablehlo.multiply %r, %r : tensor<4x8xf32>
   return %s : tensor<4x8xf32>
 }
+
+// -----
+
+// An empty result: slices of it would not verify; upstream's lowering.
+// CHECK-LABEL: func @empty
+func.func @empty(%a: tensor<0x3xf32>, %b: tensor<0x5xf32>) -> tensor<0x8xf32> {
+  // CHECK: stablehlo.concatenate
+  %r = stablehlo.concatenate %a, %b, dim = 1 : (tensor<0x3xf32>, tensor<0x5xf32>) -> tensor<0x8xf32>
+  return %r : tensor<0x8xf32>
+}

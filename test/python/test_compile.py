@@ -459,35 +459,37 @@ def test_buffers_of_parallel_tiles_from_several_threads() -> None:
     # OpenMP's threads and from the callers' threads at once, and reuse them.
     from concurrent.futures import ThreadPoolExecutor
 
-    t = "tensor<2048x4096xf32>"
+    t = "tensor<1024x4096xf32>"
     source = f"""
     func.func @main(%x: {t}) -> {t} {{
       %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
       %zero = stablehlo.constant dense<0.0> : tensor<f32>
       %max = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1]
-        : ({t}, tensor<f32>) -> tensor<2048xf32>
-      %m = stablehlo.broadcast_in_dim %max, dims = [0] : (tensor<2048xf32>) -> {t}
+        : ({t}, tensor<f32>) -> tensor<1024xf32>
+      %m = stablehlo.broadcast_in_dim %max, dims = [0] : (tensor<1024xf32>) -> {t}
       %d = stablehlo.subtract %x, %m : {t}
       %e = stablehlo.exponential %d : {t}
       %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1]
-        : ({t}, tensor<f32>) -> tensor<2048xf32>
-      %s = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<2048xf32>) -> {t}
+        : ({t}, tensor<f32>) -> tensor<1024xf32>
+      %s = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<1024xf32>) -> {t}
       %y = stablehlo.divide %e, %s : {t}
       return %y : {t}
     }}
     """
     exe = shlo.compile(source, isolate=False, threads=2)
     rng = np.random.default_rng(0)
-    inputs = [rng.standard_normal((2048, 4096), dtype=np.float32) * k for k in (1, 2, 3)]
+    inputs = [rng.standard_normal((1024, 4096), dtype=np.float32) * k for k in (1, 2, 3)]
     wants = []
     for x in inputs:
         e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
         wants.append(e / e.sum(axis=1, keepdims=True))
     with ThreadPoolExecutor(max_workers=3) as pool:
-        for _ in range(2):  # the allocator's and numpy's caches fill up
+        for _ in range(3):  # the allocator's and numpy's caches fill up
             list(pool.map(exe, inputs))
         before = _resident_bytes()
-        for _ in range(4):
+        for _ in range(6):
             for got, want in zip(pool.map(exe, inputs), wants):
                 np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-12)
-    assert _resident_bytes() - before < 64 << 20
+    # Blocks kept and never taken again would pile up to the cache's 512 MiB;
+    # the callers' threads may still each keep a result's 16 MB in their arenas.
+    assert _resident_bytes() - before < 128 << 20
