@@ -29,31 +29,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, linalg, tensor
-from shlo.ir_utils import defining_op, ops_named, static_shape
+from shlo.ir_utils import defining_op, ops_named, parallel_generic, static_shape
 from shlo.pass_framework import Pass
 
 
 def _copy_into(source: ir.Value, destination: ir.Value) -> ir.Value:
     """A linalg.generic that copies ``source`` into ``destination`` (same shape)."""
-    rank = ir.RankedTensorType(source.type).rank
-    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
-    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
-    copy = ir.Operation.create(
-        "linalg.generic",
-        results=[destination.type],
-        operands=[source, destination],
-        attributes={
-            "indexing_maps": ir.ArrayAttr.get([identity, identity]),
-            "iterator_types": ir.ArrayAttr.get([parallel] * rank),
-            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1]),
-        },
-        regions=1,
-    )
-    element = ir.RankedTensorType(source.type).element_type
-    block = copy.regions[0].blocks.append(element, element)
-    with ir.InsertionPoint(block):
-        linalg.YieldOp([block.arguments[0]])
-    return copy.results[0]
+    body = parallel_generic([source], [destination])
+    with ir.InsertionPoint(body):
+        linalg.YieldOp([body.arguments[0]])
+    return body.owner.results[0]
 
 
 def _computed_in_place(value: ir.Value) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, linalg, tensor
-from shlo.ir_utils import ops_named, static_shape
+from shlo.ir_utils import ops_named, parallel_generic, static_shape
 from shlo.pass_framework import Pass
 
 
@@ -37,27 +37,13 @@ def lower_reverse(op: ir.Operation) -> None:
     shape = static_shape(op.results[0])
     dims = set(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
     result_type = ir.RankedTensorType(op.results[0].type)
-    rank = len(shape)
-    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
-    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
     with op.location, ir.InsertionPoint(op):
         empty = tensor.EmptyOp(shape, result_type.element_type).result
-        generic = ir.Operation.create(
-            "linalg.generic",
-            results=[result_type],
-            operands=[empty],
-            attributes={
-                "indexing_maps": ir.ArrayAttr.get([identity]),
-                "iterator_types": ir.ArrayAttr.get([parallel] * rank),
-                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 1]),
-            },
-            regions=1,
-        )
-        block = generic.regions[0].blocks.append(result_type.element_type)
-        with ir.InsertionPoint(block):
+        body = parallel_generic([], [empty])
+        with ir.InsertionPoint(body):
             index = ir.IndexType.get()
             indices = []
-            for d in range(rank):
+            for d in range(len(shape)):
                 position = linalg.IndexOp(ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d))
                 if d in dims:
                     last = arith.ConstantOp(index, ir.IntegerAttr.get(index, shape[d] - 1))
@@ -65,7 +51,7 @@ def lower_reverse(op: ir.Operation) -> None:
                 indices.append(position.result)
             value = tensor.ExtractOp(op.operands[0], indices).result
             linalg.YieldOp([value])
-    op.results[0].replace_all_uses_with(generic.results[0])
+    op.results[0].replace_all_uses_with(body.owner.results[0])
     op.erase()
 
 

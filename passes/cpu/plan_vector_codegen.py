@@ -252,7 +252,7 @@ class PlanVectorCodegenPass(Pass):
     def run(self, module: ir.Operation) -> None:
         plans: list[str] = []
         # Ops with the same loops share one plan: one transform for all of them.
-        plan_index: dict[_Loops | tuple, int] = {}
+        plan_index: dict[_Loops | tuple[str, int, int, int], int] = {}
         for op in ops_named(module, "linalg.generic", "linalg.fill"):
             loops = (
                 _fill_loops(op)
@@ -277,7 +277,12 @@ class PlanVectorCodegenPass(Pass):
         body = "".join(plans) + (_AFTER_TILING if plans else "")
         append_transform_sequence(module, main_sequence(body))
 
-    def _thread_only(self, op: ir.Operation, plans: list[str], plan_index: dict) -> None:
+    def _thread_only(
+        self,
+        op: ir.Operation,
+        plans: list[str],
+        plan_index: dict[_Loops | tuple[str, int, int, int], int],
+    ) -> None:
         """Split a large generic that is not vectorized over the threads, by its outer loop."""
         if op.name != "linalg.generic" or self.threads < 2 or _in_forall(op):
             return
@@ -287,19 +292,12 @@ class PlanVectorCodegenPass(Pass):
         sizes, outer = found
         if math.prod(sizes) < 2 * MIN_ELEMENTS_PER_THREAD or sizes[outer] < self.threads:
             return
-        tiles = [0] * len(sizes)
-        tiles[outer] = -(-sizes[outer] // self.threads)
-        index = plan_index.setdefault(("threads", tuple(tiles)), len(plan_index))
+        chunk = -(-sizes[outer] // self.threads)
+        index = plan_index.setdefault(("threads", len(sizes), outer, chunk), len(plan_index))
         if index == len(plans):
             plans.append(
                 suppressed_sequence(
-                    [
-                        f"%op = transform.structured.match attributes {{{TAG} = {index} : i64}}"
-                        " in %r : (!transform.any_op) -> !transform.any_op",
-                        f"%threaded, %forall = transform.structured.tile_using_forall %op"
-                        f" tile_sizes {sizes_text(tiles)}"
-                        " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
-                    ]
+                    [_match(index), _split_over_threads("%op", len(sizes), outer, chunk)]
                 )
             )
         op.attributes[TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), index)
@@ -309,10 +307,7 @@ class PlanVectorCodegenPass(Pass):
         lanes = max(self.vector_bits // loops.element_bits, 1)
         tile = lanes * self.unroll
         v = loops.vector
-        lines = [
-            f"%op = transform.structured.match attributes {{{TAG} = {index} : i64}} in %r"
-            " : (!transform.any_op) -> !transform.any_op",
-        ]
+        lines = [_match(index)]
         handle = "%op"
         # Threads split the outermost parallel loop that has enough iterations.
         total = math.prod(loops.sizes)
@@ -326,13 +321,7 @@ class PlanVectorCodegenPass(Pass):
                     chunk = -(-chunk // tile) * tile
                 elif outer == loops.transposed:
                     chunk = -(-chunk // lanes) * lanes
-                sizes = [0] * rank
-                sizes[outer] = chunk
-                lines.append(
-                    f"%threaded, %forall = transform.structured.tile_using_forall {handle}"
-                    f" tile_sizes {sizes_text(sizes)}"
-                    " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
-                )
+                lines.append(_split_over_threads(handle, rank, outer, chunk))
                 handle = "%threaded"
         vector_reduces = loops.reductions[v]
         # Every loop but the vector loop goes one iteration at a time.
@@ -414,6 +403,25 @@ _AFTER_TILING = """\
       transform.apply_patterns.canonicalization
     } : !transform.any_op
 """
+
+
+def _match(index: int) -> str:
+    """``%op``: the ops that carry plan ``index``."""
+    return (
+        f"%op = transform.structured.match attributes {{{TAG} = {index} : i64}} in %r"
+        " : (!transform.any_op) -> !transform.any_op"
+    )
+
+
+def _split_over_threads(handle: str, rank: int, loop: int, chunk: int) -> str:
+    """``%threaded``: ``handle`` with its ``loop`` tiled by ``chunk`` in an scf.forall."""
+    sizes = [0] * rank
+    sizes[loop] = chunk
+    return (
+        f"%threaded, %forall = transform.structured.tile_using_forall {handle}"
+        f" tile_sizes {sizes_text(sizes)}"
+        " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
+    )
 
 
 def _peel(loop: str, suffix: str = "") -> str:

@@ -70,14 +70,18 @@ def _array(values: list[int]) -> str:
 class _RowsTemplate:
     """The operands of a sort as ``rows x n`` tensors of signless elements, and back.
 
-    Collects the lines of ``@template``: ``operands`` emits the operands'
-    bitcast, transpose (the sorted dimension last) and reshape, and
-    ``template`` the way back from ``rows x out`` results (``out`` = n for a
-    whole sort, k for its first k elements) to the operands' layout.
+    Collects the lines of ``@template``: first the operands' bitcast,
+    transpose (the sorted dimension last) and reshape into ``x``; ``template``
+    adds the way back from ``rows x out`` results (``out`` = n for a whole
+    sort, k for its first k elements) to the operands' layout.
     """
 
     def __init__(
-        self, types: list[ir.RankedTensorType], dimension: int, comparator_types: list[ir.Type]
+        self,
+        types: list[ir.RankedTensorType],
+        dimension: int,
+        comparator_types: list[ir.Type],
+        out: int | None = None,
     ) -> None:
         self.types = types
         self.shape = list(types[0].shape)
@@ -90,8 +94,10 @@ class _RowsTemplate:
         self.perm = [d for d in range(self.rank) if d != dimension] + [dimension]
         self.transposed = _permute(self.shape, self.perm)
         self.row_types = [tensor_type_text([self.rows, self.n], s) for s in self.storage]
+        self.out = self.n if out is None else out
         self.lines: list[str] = []
         self.x: list[str] = []
+        self._operands()
 
     def emit(self, line: str) -> None:
         self.lines.append(line)
@@ -103,7 +109,7 @@ class _RowsTemplate:
         self.emit(f'{result} = "{name}"({value}){attributes} : ({source}) -> {target}')
         return result
 
-    def operands(self) -> None:
+    def _operands(self) -> None:
         """``self.x``: the operands as ``rows x n`` tensors."""
         shape, storage, perm = self.shape, self.storage, self.perm
         rows, n, transposed = self.rows, self.n, self.transposed
@@ -125,12 +131,12 @@ class _RowsTemplate:
                 value = self.convert(f"%rs{i}", "stablehlo.reshape", value, moved, rows_type)
             self.x.append(value)
 
-    def scalar_tensor(self, name: str, i: int, source: str, row: str, col: str) -> str:
-        """Element ``[row, col]`` of operand ``i``'s ``source`` as a 0-d tensor of the comparator's type."""
+    def scalar_tensor(
+        self, name: str, i: int, source: str, source_type: str, row: str, col: str
+    ) -> str:
+        """Element ``[row, col]`` of ``source``, holding operand ``i``'s elements, as a 0-d
+        tensor of the comparator's type."""
         storage = self.storage[i]
-        source_type = tensor_type_text(
-            [self.rows, self.n if source == self.x[i] else self.out], storage
-        )
         self.emit(f"%{name}_e = tensor.extract {source}[{row}, {col}] : {source_type}")
         self.emit(f"%{name} = tensor.from_elements %{name}_e : tensor<{storage}>")
         wanted = str(self.comparator_types[2 * i])
@@ -140,8 +146,6 @@ class _RowsTemplate:
             f'%{name}_c = "stablehlo.bitcast_convert"(%{name}) : (tensor<{storage}>) -> {wanted}'
         )
         return f"%{name}_c"
-
-    out: int = 0  # the length of the results' last dimension
 
     def template(self, results: list[str]) -> str:
         """``@template``, returning ``rows x out`` ``results`` in the operands' layout."""
@@ -184,16 +188,8 @@ def _merge_sort_template(
 ) -> str:
     """The text of ``@template``: sort ``types``-typed operands along ``dimension``."""
     tpl = _RowsTemplate(types, dimension, comparator_types)
-    tpl.out = tpl.n
-    tpl.operands()
-    n, rows, count, storage, row_types, x = (
-        tpl.n,
-        tpl.rows,
-        tpl.count,
-        tpl.storage,
-        tpl.row_types,
-        tpl.x,
-    )
+    n, rows, count, storage = tpl.n, tpl.rows, tpl.count, tpl.storage
+    row_types, x = tpl.row_types, tpl.x
     passes = (n - 1).bit_length()  # ceil(log2(n)) merge passes
     emit = tpl.emit
     for i in range(count):
@@ -252,8 +248,8 @@ def _merge_sort_template(
     arguments = []
     for i in range(count):
         # comparator(right, left): is the right element strictly less?
-        arguments.append(tpl.scalar_tensor(f"lhs{i}", i, x[i], "%row", "%right"))
-        arguments.append(tpl.scalar_tensor(f"rhs{i}", i, x[i], "%row", "%left"))
+        arguments.append(tpl.scalar_tensor(f"lhs{i}", i, x[i], row_types[i], "%row", "%right"))
+        arguments.append(tpl.scalar_tensor(f"rhs{i}", i, x[i], row_types[i], "%row", "%left"))
     emit(
         f"%less = func.call @{COMPARATOR}({', '.join(arguments)}) : "
         f"({', '.join(str(t) for t in comparator_types)}) -> tensor<i1>"
@@ -307,9 +303,7 @@ def _first_elements_template(
     element goes in before the ones it is strictly less than, so equal ones
     keep their order, and past a full buffer's last element it is dropped.
     """
-    tpl = _RowsTemplate(types, dimension, comparator_types)
-    tpl.out = k
-    tpl.operands()
+    tpl = _RowsTemplate(types, dimension, comparator_types, out=k)
     n, rows, count, storage, x, emit = tpl.n, tpl.rows, tpl.count, tpl.storage, tpl.x, tpl.emit
     buffer_types = [tensor_type_text([rows, k], s) for s in storage]
     buffers = ", ".join(buffer_types)
@@ -339,8 +333,10 @@ def _first_elements_template(
     emit("%prev = arith.subi %p, %c1 : index")
     arguments = []
     for i in range(count):
-        arguments.append(tpl.scalar_tensor(f"lhs{i}", i, x[i], "%row", "%j"))
-        arguments.append(tpl.scalar_tensor(f"rhs{i}", i, f"%b{i}", "%row", "%prev"))
+        arguments.append(tpl.scalar_tensor(f"lhs{i}", i, x[i], tpl.row_types[i], "%row", "%j"))
+        arguments.append(
+            tpl.scalar_tensor(f"rhs{i}", i, f"%b{i}", buffer_types[i], "%row", "%prev")
+        )
     emit(
         f"%less = func.call @{COMPARATOR}({', '.join(arguments)}) : "
         f"({', '.join(str(c) for c in comparator_types)}) -> tensor<i1>"

@@ -250,6 +250,30 @@ def attribute_dict(op: ir.Operation) -> dict[str, ir.Attribute]:
     }
 
 
+def parallel_generic(inputs: Sequence[ir.Value], outputs: Sequence[ir.Value]) -> ir.Block:
+    """A linalg.generic over ``outputs``' shape, every loop parallel, every map the identity,
+    created at the current insertion point; its empty body block (one argument per
+    operand, of its element type), which the caller fills and ends with linalg.yield."""
+    operands = [*inputs, *outputs]
+    rank = ir.RankedTensorType(outputs[0].type).rank
+    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    generic = ir.Operation.create(
+        "linalg.generic",
+        results=[value.type for value in outputs],
+        operands=operands,
+        attributes={
+            "indexing_maps": ir.ArrayAttr.get([identity] * len(operands)),
+            "iterator_types": ir.ArrayAttr.get([parallel] * rank),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(inputs), len(outputs)]),
+        },
+        regions=1,
+    )
+    return generic.regions[0].blocks.append(
+        *(ir.RankedTensorType(value.type).element_type for value in operands)
+    )
+
+
 def rebuild_generic(
     op: ir.Operation,
     inputs: Sequence[tuple[ir.Value, ir.Attribute]],
