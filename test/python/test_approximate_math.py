@@ -43,7 +43,8 @@ SPECIAL_VALUES = {
         (-2.0, NAN), (1e-30, 1e-30), (-1e-30, -1e-30), (-TINY, -TINY), (TINY, TINY),
     ],
     "tanh": [
-        (NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (9.1, 1.0),
+        (NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (9.1, 1.0), (9.010914, 1.0),
+        (9.010913, 0.99999994), (8.7, 0.99999994), (-8.7, -0.99999994),
         (-9.1, -1.0), (50.0, 1.0), (1e-30, 1e-30), (-TINY, -TINY),
     ],
     "erf": [
@@ -53,7 +54,8 @@ SPECIAL_VALUES = {
 }  # fmt: skip
 
 # Max ULP error allowed on the dense sample (docs/cpu.md has the exhaustive figures).
-ULP_BOUNDS = {"exp": 1.0, "expm1": 0.9, "log": 0.9, "log1p": 0.9, "tanh": 1.5, "erf": 1.1}
+# tanh trades accuracy for speed: one path, within 2.4 ULP (XLA: 4.6).
+ULP_BOUNDS = {"exp": 1.0, "expm1": 0.9, "log": 0.9, "log1p": 0.9, "tanh": 2.5, "erf": 1.1}
 
 
 def same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
