@@ -401,3 +401,20 @@ def test_generics_not_vectorized_run_on_threads(function, args) -> None:
     assert "scf.forall" in tensor_codegen_ir(function, *args, threads=2)
     assert "scf.forall" not in tensor_codegen_ir(function, *args, threads=1)
     check(function, *args, threads=2)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_matmul_kernels_prefetch_the_weight_they_read_next(transposed: bool) -> None:
+    # x @ w (a Flax Dense) and x @ w.T (a PyTorch Linear, GPT-2's Conv1D):
+    # the kernel prefetches lines of the weight argument, and the result is
+    # unchanged (the k blocks' last rows and columns clamp their prefetches).
+    x = floats(40, 300)
+    w = floats(288, 300) if transposed else floats(300, 288)
+
+    def linear(x, w):
+        return x @ w.T if transposed else x @ w
+
+    ir = loop_codegen_ir(linear, x, w)
+    prefetched = re.findall(r"memref.prefetch .*, read, locality<2>, data : (memref<\w+>)", ir)
+    assert prefetched and set(prefetched) == {f"memref<{w.shape[0]}x{w.shape[1]}xf32>"}
+    check(linear, x, w, threads=2, rtol=1e-5)

@@ -109,6 +109,8 @@ class CodegenStrategy:
             # A row divided by its sum or norm: one reciprocal and multiplies,
             # as XLA does, within one float of the division.
             "shlo-reciprocal-division",
+            # Weights read by a matmul's register tiles arrive before the FMAs need them.
+            "shlo-prefetch-matmul-rows",
             # One function per distinct loop nest: LLVM compiles a repeated
             # layer once.
             "shlo-outline-kernels",
