@@ -184,6 +184,8 @@ def _plan(loop: ir.Operation, read: _Read) -> tuple[list[ir.Value | int], ir.Val
         used.append(column)
     if row != index or any(_inside(value, loop) for value in used):
         return None
+    if not all(isinstance(value.type, ir.IndexType) for value in (index, *used)):
+        return None  # a loop over integers of another type
     if height == 1 and _register_tile_loop(loop):
         # The rhs row the k loop reads PREFETCH_ROWS steps later.
         ahead = arith.MulIOp(_step(loop), _index(PREFETCH_ROWS)).result
