@@ -20,7 +20,7 @@ from shlo import progress
 from shlo._mlir_compat import ir, quant
 from shlo.diagnostics import Diagnostic, ShloError, collect_diagnostics
 from shlo.io import load_module, module_to_bytecode
-from shlo.ir_utils import ops_named, string_value
+from shlo.ir_utils import constant_index, ops_named, string_value
 from shlo.isolation import positive_setting
 from shlo.pipeline import run_pipeline
 
@@ -217,6 +217,43 @@ def check_array_sizes(
                 )
 
 
+# Ops that read or write one element at their index operands (after the
+# tensor or buffer), and the operand that is the tensor or buffer.
+_ELEMENT_ACCESSES = {
+    "tensor.extract": 0,
+    "tensor.insert": 1,
+    "memref.load": 0,
+    "memref.store": 1,
+}
+
+
+def check_constant_indices(module: ir.Module, filename: str) -> None:
+    """ShloError naming the first element access at a constant index outside its array.
+
+    Such an access is undefined behavior in MLIR, and the compiled code would
+    read or write memory that is not the array's: hand-written IR gets an
+    error here instead of code that may crash the process calling it.
+    (StableHLO's own indexing ops clamp their indices.)
+    """
+    for op in ops_named(module.operation, *_ELEMENT_ACCESSES):
+        container = _ELEMENT_ACCESSES[op.name]
+        type_ = op.operands[container].type
+        if not isinstance(type_, (ir.RankedTensorType, ir.MemRefType)):
+            continue
+        indices = list(op.operands)[container + 1 :]
+        for dimension, index in enumerate(indices[: type_.rank]):
+            value = constant_index(index)
+            size = type_.shape[dimension]
+            if value is None or type_.is_dynamic_dim(dimension) or 0 <= value < size:
+                continue
+            raise error_at(
+                op.location,
+                f"{op.name} at index {value} of dimension {dimension} of {type_}: "
+                f"expected an index in [0, {size})",
+                filename,
+            )
+
+
 def prepare_static(
     source: bytes | str | ir.Module,
     entry: str,
@@ -249,4 +286,5 @@ def prepare_static(
                 filename,
             )
     check_array_sizes(module, max_bytes, filename)
+    check_constant_indices(module, filename)
     return module, inputs, results

@@ -231,3 +231,48 @@ def test_interpreter_refuses_complex_results_instead_of_aborting() -> None:
         match=r"1:1: error: result 0 of @main has type tensor<2xcomplex<f32>>; the reference interpreter cannot return complex",
     ):
         shared_worker().call("interpret", source=source, entry="main", args=args)
+
+
+def element_access(index: int, op: str) -> str:
+    """A linalg program that reads (or writes) one element at a constant ``index``."""
+    access = {
+        "tensor.extract": "%e = tensor.extract %x[%i] : tensor<8xf32>\n"
+        "  %r = tensor.insert %e into %x[%c0] : tensor<8xf32>",
+        "tensor.insert": "%e = tensor.extract %x[%c0] : tensor<8xf32>\n"
+        "  %r = tensor.insert %e into %x[%i] : tensor<8xf32>",
+    }[op]
+    return f"""func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {{
+  %c0 = arith.constant 0 : index
+  %i = arith.constant {index} : index
+  {access}
+  return %r : tensor<8xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("op", ["tensor.extract", "tensor.insert"])
+@pytest.mark.parametrize("index", [-2147483648, -1, 8, 1 << 40])
+def test_constant_index_outside_the_array_is_located_not_run(tmp_path, op: str, index: int) -> None:
+    # Out of bounds is undefined behavior: the generated code would touch
+    # memory outside the array, in the caller's process (a fuzz case crashed it).
+    path = tmp_path / "access.mlir"
+    path.write_text(element_access(index, op))
+    with pytest.raises(shlo.ShloError) as error:
+        shlo.compile(str(path))
+    message = str(error.value)
+    assert f"access.mlir:{4 if op == 'tensor.extract' else 5}:" in message
+    assert (
+        f"at index {index} of dimension 0 of tensor<8xf32>: expected an index in [0, 8)" in message
+    )
+
+
+@pytest.mark.parametrize("op", ["tensor.extract", "tensor.insert"])
+def test_constant_index_inside_the_array_runs(op: str) -> None:
+    x = np.arange(8, dtype=np.float32)
+    got = shlo.compile(element_access(7, op))(x)
+    want = x.copy()
+    if op == "tensor.extract":
+        want[0] = x[7]
+    else:
+        want[7] = x[0]
+    np.testing.assert_array_equal(got, want)
