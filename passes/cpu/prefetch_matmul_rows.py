@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, memref
-from shlo.ir_utils import defining_op, ops_named
+from shlo.ir_utils import defining_op, index_constant, ops_named
 from shlo.pass_framework import Pass
 
 # How far ahead a register tile's k loop prefetches, in k steps: 16 steps of
@@ -57,8 +57,8 @@ L2_LOCALITY = 2
 CACHE_LINE_BYTES = 64
 
 
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
+def _value(value: ir.Value | int) -> ir.Value:
+    return value if isinstance(value, ir.Value) else index_constant(value)
 
 
 def _add(a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
@@ -68,7 +68,7 @@ def _add(a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
         return a
     if isinstance(a, int) and a == 0:
         return b
-    return arith.AddIOp(*(v if isinstance(v, ir.Value) else _index(v) for v in (a, b))).result
+    return arith.AddIOp(_value(a), _value(b)).result
 
 
 def _offsets(subview: ir.Operation) -> list[ir.Value | int] | None:
@@ -88,9 +88,14 @@ class _Read:
     """A vector read of a view of a 2-D float buffer that the function was given."""
 
     view: ir.Operation  # the memref.subview read
-    offsets: list[ir.Value | int]  # the view's offsets in its own source
     root: ir.Value  # the function's argument
-    chain: list[ir.Operation]  # the subviews from the root's down to ``view``
+    # The offsets of each subview from the root's down to ``view``, in its own source.
+    chain_offsets: list[list[ir.Value | int]]
+
+    @property
+    def offsets(self) -> list[ir.Value | int]:
+        """The view's offsets in its own source."""
+        return self.chain_offsets[-1]
 
 
 def _argument_read(read: ir.Operation) -> _Read | None:
@@ -111,21 +116,10 @@ def _argument_read(read: ir.Operation) -> _Read | None:
         or not isinstance(type_.element_type, ir.FloatType)
     ):
         return None
-    offsets = _offsets(view)
-    if offsets is None or any(_offsets(op) is None for op in chain):
+    chain_offsets = [_offsets(op) for op in chain]
+    if any(offsets is None for offsets in chain_offsets):
         return None
-    return _Read(view, offsets, root, chain)
-
-
-def _absolute(read: _Read, offsets: list[ir.Value | int]) -> list[ir.Value | int]:
-    """``offsets`` within ``read.view``'s source, as offsets in the root buffer."""
-    for op in reversed(read.chain[:-1]):
-        offsets = [_add(a, b) for a, b in zip(offsets, _offsets(op))]
-    return offsets
-
-
-def _value(value: ir.Value | int) -> ir.Value:
-    return value if isinstance(value, ir.Value) else _index(value)
+    return _Read(view, root, chain_offsets)  # type: ignore[arg-type]
 
 
 def _prefetch(read: _Read, rows: list[ir.Value | int], column: ir.Value | int, lines: int) -> None:
@@ -133,12 +127,22 @@ def _prefetch(read: _Read, rows: list[ir.Value | int], column: ir.Value | int, l
     both clamped to the root's bounds (offsets in ``read.view``'s source)."""
     height, width = read.root.type.shape
     lanes = CACHE_LINE_BYTES * 8 // ir.FloatType(read.root.type.element_type).width
+    # Where the view's source starts in the root: the outer views' offsets summed.
+    source_row, source_column = 0, 0
+    for row_offset, column_offset in read.chain_offsets[:-1]:
+        source_row = _add(source_row, row_offset)
+        source_column = _add(source_column, column_offset)
+    first = _add(column, source_column)
+    columns: list[ir.Value] = []  # the clamped column of each line, made for the first row
     for row in rows:
-        row, first = _absolute(read, [row, column])
-        row = arith.MinUIOp(_value(row), _index(height - 1)).result
+        row = arith.MinUIOp(_value(_add(row, source_row)), index_constant(height - 1)).result
         for line in range(lines):
-            index = arith.MinUIOp(_value(_add(first, line * lanes)), _index(width - 1)).result
-            memref.PrefetchOp(read.root, [row, index], False, L2_LOCALITY, True)
+            if len(columns) == line:
+                clamped = arith.MinUIOp(
+                    _value(_add(first, line * lanes)), index_constant(width - 1)
+                )
+                columns.append(clamped.result)
+            memref.PrefetchOp(read.root, [row, columns[line]], False, L2_LOCALITY, True)
 
 
 def _inside(value: ir.Value, loop: ir.Operation) -> bool:
@@ -179,7 +183,7 @@ def _plan(loop: ir.Operation, read: _Read) -> tuple[list[ir.Value | int], ir.Val
     height = read.view.results[0].type.shape[0]
     # The offsets of the views above the read, and its column, are computed
     # before the prefetches at the top of the body.
-    used = [v for op in read.chain[:-1] for v in _offsets(op) if isinstance(v, ir.Value)]
+    used = [v for offsets in read.chain_offsets[:-1] for v in offsets if isinstance(v, ir.Value)]
     if isinstance(column, ir.Value):
         used.append(column)
     if row != index or any(_inside(value, loop) for value in used):
@@ -188,7 +192,7 @@ def _plan(loop: ir.Operation, read: _Read) -> tuple[list[ir.Value | int], ir.Val
         return None  # a loop over integers of another type
     if height == 1 and _register_tile_loop(loop):
         # The rhs row the k loop reads PREFETCH_ROWS steps later.
-        ahead = arith.MulIOp(_step(loop), _index(PREFETCH_ROWS)).result
+        ahead = arith.MulIOp(_step(loop), index_constant(PREFETCH_ROWS)).result
         return [arith.AddIOp(index, ahead).result], column
     outer = loop.parent
     if height > 1 and outer is not None and outer.name == "scf.for":
@@ -197,7 +201,7 @@ def _plan(loop: ir.Operation, read: _Read) -> tuple[list[ir.Value | int], ir.Val
             return None
         # A block of rows the outer loop walks along, a line at a time (a
         # transpose): the same rows, PREFETCH_CHUNKS steps of it later.
-        ahead = arith.MulIOp(_step(outer), _index(PREFETCH_CHUNKS)).result
+        ahead = arith.MulIOp(_step(outer), index_constant(PREFETCH_CHUNKS)).result
         rows = [_add(index, offset) for offset in range(height)]
         return rows, arith.AddIOp(column, ahead).result
     return None
@@ -213,14 +217,14 @@ class PrefetchMatmulRowsPass(Pass):
         for loop in ops_named(module, "scf.for"):
             body = loop.regions[0].blocks[0]
             reads = [
-                read
+                (read, lines)
                 for op in body.operations
                 if op.operation.name == "vector.transfer_read"
                 and (read := _argument_read(op.operation)) is not None
-                and _lines(read)
+                and (lines := _lines(read))
             ]
-            for read in reads:
+            for read, lines in reads:
                 with ir.InsertionPoint.at_block_begin(body), loop.location:
                     plan = _plan(loop, read)
                     if plan is not None:
-                        _prefetch(read, plan[0], plan[1], _lines(read))
+                        _prefetch(read, plan[0], plan[1], lines)

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import affine, arith, gpu, ir, memref, scf
-from shlo.ir_utils import ops_named, remap_operands
+from shlo.ir_utils import index_constant, ops_named, remap_operands
 from shlo.pass_framework import Pass
 
 THREADS_PER_BLOCK = 256
@@ -190,18 +190,14 @@ def _loop_sizes(maps: list[ir.AffineMap], types: list[ir.MemRefType]) -> list[in
     return None if None in sizes else sizes  # type: ignore[return-value]
 
 
-def _constant(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
-
-
 def _delinearize(linear: ir.Value, dims: list[int], sizes: list[int]) -> dict[int, ir.Value]:
     """Row-major indices of ``dims`` (sizes[d] each) from one linear index."""
     indices: dict[int, ir.Value] = {}
     for position, dim in enumerate(dims):
         inner = math.prod(sizes[d] for d in dims[position + 1 :])
-        value = arith.DivUIOp(linear, _constant(inner)).result if inner > 1 else linear
+        value = arith.DivUIOp(linear, index_constant(inner)).result if inner > 1 else linear
         if position > 0:
-            value = arith.RemUIOp(value, _constant(sizes[dim])).result
+            value = arith.RemUIOp(value, index_constant(sizes[dim])).result
         indices[dim] = value
     return indices
 
@@ -239,7 +235,7 @@ def _rewrite(reduction: _Reduction, fills: dict[ir.Operation, ir.Operation]) -> 
         with ir.InsertionPoint(block):
             parallel = _delinearize(block_x, reduction.parallel_dims, sizes)
             identity = arith.ConstantOp(element, reduction.identity).result
-            loop = scf.ForOp(thread_x, _constant(reduction_size), block_dim_x, [identity])
+            loop = scf.ForOp(thread_x, index_constant(reduction_size), block_dim_x, [identity])
             with ir.InsertionPoint(loop.body):
                 indices = {**parallel}
                 indices.update(
@@ -257,7 +253,7 @@ def _rewrite(reduction: _Reduction, fills: dict[ir.Operation, ir.Operation]) -> 
                 scf.YieldOp([combined])
             kind = ir.Attribute.parse(f"#gpu<all_reduce_op {reduction.all_reduce_kind}>")
             total = gpu.AllReduceOp(loop.results[0], op=kind, uniform=True).result
-            first = arith.CmpIOp(arith.CmpIPredicate.eq, thread_x, _constant(0)).result
+            first = arith.CmpIOp(arith.CmpIPredicate.eq, thread_x, index_constant(0)).result
             store = scf.IfOp(first)
             with ir.InsertionPoint(store.then_block):
                 output = operands[inputs]
@@ -298,7 +294,7 @@ def _initializing_fill(
 
 def ivs_for_output(parallel: dict[int, ir.Value], count: int) -> list[ir.Value]:
     """Loop indices for the output's map, which reads parallel dimensions only."""
-    zero = _constant(0)
+    zero = index_constant(0)
     return [parallel.get(d, zero) for d in range(count)]
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, memref, scf
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import index_constant, ops_named
 from shlo.pass_framework import Pass
 
 TILE = 4
@@ -43,10 +43,6 @@ _DEFAULT_MAPS = {
     "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, "
     "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
 }
-
-
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _takes(op: ir.Operation) -> bool:
@@ -76,36 +72,36 @@ def _rewrite(op: ir.Operation) -> None:
     batch = shape_a[0] if batched else 1
     index = ir.IndexType.get()
     with op.location, ir.InsertionPoint(op):
-        zero, one = _index(0), _index(1)
-        upper = [_index(-(-rows // TILE)), _index(-(-columns // TILE))]
+        zero, one = index_constant(0), index_constant(1)
+        upper = [index_constant(-(-rows // TILE)), index_constant(-(-columns // TILE))]
         if batched:
-            upper.insert(0, _index(batch))
+            upper.insert(0, index_constant(batch))
         loop = scf.ParallelOp([], [zero] * len(upper), upper, [one] * len(upper), [])
         body = loop.regions[0].blocks.append(*[index] * len(upper))
         with ir.InsertionPoint(body):
             ivs = list(body.arguments)
             prefix = [ivs[0]] if batched else []
             tile_i, tile_j = ivs[-2], ivs[-1]
-            size = _index(TILE)
+            size = index_constant(TILE)
             i0 = arith.MulIOp(tile_i, size).result
             j0 = arith.MulIOp(tile_j, size).result
-            last_row, last_column = _index(rows - 1), _index(columns - 1)
+            last_row, last_column = index_constant(rows - 1), index_constant(columns - 1)
             row_index, column_index, row_inside, column_inside = [], [], [], []
             for offset in range(TILE):
-                i = arith.AddIOp(i0, _index(offset)).result if offset else i0
-                j = arith.AddIOp(j0, _index(offset)).result if offset else j0
+                i = arith.AddIOp(i0, index_constant(offset)).result if offset else i0
+                j = arith.AddIOp(j0, index_constant(offset)).result if offset else j0
                 # Loads of an edge tile stay inside the operands; its stores are guarded.
                 row_index.append(arith.MinUIOp(i, last_row).result)
                 column_index.append(arith.MinUIOp(j, last_column).result)
-                row_inside.append(arith.CmpIOp(arith.CmpIPredicate.ult, i, _index(rows)).result)
+                row_inside.append(arith.CmpIOp(arith.CmpIPredicate.ult, i, index_constant(rows)).result)
                 column_inside.append(
-                    arith.CmpIOp(arith.CmpIPredicate.ult, j, _index(columns)).result
+                    arith.CmpIOp(arith.CmpIPredicate.ult, j, index_constant(columns)).result
                 )
             pairs = [(r, s) for r in range(TILE) for s in range(TILE)]
             initial = [
                 memref.LoadOp(c, [*prefix, row_index[r], column_index[s]]).result for r, s in pairs
             ]
-            steps = scf.ForOp(zero, _index(depth), one, initial)
+            steps = scf.ForOp(zero, index_constant(depth), one, initial)
             with ir.InsertionPoint(steps.body):
                 k = steps.induction_variable
                 column_of_a = [

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from shlo._mlir_compat import arith, ir, scf, tensor
-from shlo.ir_utils import is_static, ops_named
+from shlo.ir_utils import index_constant, is_static, ops_named
 from shlo.pass_framework import Pass, PassError
 
 _DIMENSION_FIELD = re.compile(r"(\w+)\s*=\s*(\[[^\]]*\]|-?\d+)")
@@ -95,10 +95,6 @@ def _cast(value: ir.Value, element: ir.Type, op_name: str = "stablehlo.convert")
     if value_type.element_type == element:
         return value
     return _stablehlo(op_name, value, _tensor_type(list(value_type.shape), element))
-
-
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _i64(value: int) -> ir.Value:
@@ -168,7 +164,7 @@ class _ScatterLowering:
         """Loops over update dimensions ``dim``.. in row-major order, then the body."""
         if dim == len(self.update_shape):
             return self._body(ivs, carried)
-        loop = scf.ForOp(_index(0), _index(self.update_shape[dim]), _index(1), carried)
+        loop = scf.ForOp(index_constant(0), index_constant(self.update_shape[dim]), index_constant(1), carried)
         with ir.InsertionPoint(loop.body):
             inner = self._loops(
                 dim + 1, [*ivs, loop.induction_variable], list(loop.inner_iter_args)
@@ -185,7 +181,7 @@ class _ScatterLowering:
         for k, operand_dim in enumerate(dims.scatter_dims_to_operand_dims):
             position = list(scatter_index)
             if vector_dim < self.indices_rank:
-                position.insert(vector_dim, _index(k))
+                position.insert(vector_dim, index_constant(k))
             start[operand_dim] = tensor.ExtractOp(self.indices_i64, position).result
         batching = {
             operand_dim: scatter_index[d if d < vector_dim else d - 1]
@@ -221,7 +217,7 @@ class _ScatterLowering:
             elif d in window:
                 value = window[d]
             else:
-                value = _index(0)
+                value = index_constant(0)
             result_index.append(value)
         return result_index, in_bounds
 

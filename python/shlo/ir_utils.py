@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shlo._mlir_compat import ir
+from shlo._mlir_compat import arith, ir
 
 # Element types whose constants numpy can hold exactly.
 _NUMPY_DTYPES = {
@@ -108,6 +108,11 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op whose result ``value`` is; None for a block argument."""
     owner = value.owner
     return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
+
+
+def index_constant(value: int) -> ir.Value:
+    """An ``arith.constant`` of ``value`` as an index, at the current insertion point."""
+    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def constant_index(value: ir.Value) -> int | None:

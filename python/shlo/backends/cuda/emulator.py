@@ -32,7 +32,7 @@ from shlo.backends.cpu.runtime import LoadedFunction, fix_sub_byte
 from shlo.backends.cuda import pipeline as cuda_pipeline
 from shlo.diagnostics import ShloError
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import ops_named, remap_operands
+from shlo.ir_utils import index_constant, ops_named, remap_operands
 from shlo.pipeline import run_pipeline
 
 # gpu.all_reduce kind -> (float op, integer op) that combines two values.
@@ -59,16 +59,12 @@ def _dimension(op: ir.Operation) -> int:
     return _DIMENSIONS.index(str(op.attributes["dimension"]).split()[-1].rstrip(">"))
 
 
-def _constant(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
-
-
 def _loop_nest(bounds: Sequence[ir.Value], body: Callable[[list[ir.Value]], None]) -> None:
     """Nested scf.for over [0, bound) for each bound, the first outermost."""
     if not bounds:
         body([])
         return
-    loop = scf.ForOp(_constant(0), bounds[0], _constant(1))
+    loop = scf.ForOp(index_constant(0), bounds[0], index_constant(1))
     with ir.InsertionPoint(loop.body):
         _loop_nest(bounds[1:], lambda inner: body([loop.induction_variable, *inner]))
         scf.YieldOp([])
@@ -198,7 +194,7 @@ def _fold_threads(
     threads: list[ir.Value],
 ) -> ir.Value:
     """The all_reduce of every thread's value: one loop over the block's threads folds them."""
-    zero, one = _constant(0), _constant(1)
+    zero, one = index_constant(0), index_constant(1)
 
     # The first thread's value starts the fold, so no identity is needed.
     def value_at(thread: list[ir.Value]) -> ir.Value:
