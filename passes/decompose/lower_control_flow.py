@@ -10,6 +10,14 @@ rewrite scf block arguments, so unsigned values cross the boundary through
 ``scf.index_switch`` whose default is the last branch, which is what the spec
 asks for an out-of-range index.
 
+A counted while (the condition only ``i < N`` for constants ``i0`` and
+``N``, the body returning ``i + 1``), which is how jax exports ``fori_loop``
+and ``scan``, becomes an ``scf.for`` over ``N - i0`` iterations: one-shot
+bufferization copies every carried buffer of an ``scf.while`` once per
+iteration unless the body updates it in place, and an ``scf.for`` needs no
+copy. The count is given to the body as a ``tensor.from_elements`` and its
+final value is the constant ``max(i0, N)``.
+
   %r = stablehlo.while(%i = %c0) : tensor<i64>
   cond {
     %lt = stablehlo.compare LT, %i, %c10 : (tensor<i64>, tensor<i64>) -> tensor<i1>
@@ -36,8 +44,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named
+import numpy as np
+from shlo._mlir_compat import arith, ir, scf, tensor
+from shlo.ir_utils import constant_array, create_constant, defining_op, index_constant, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -76,8 +85,15 @@ def move_body(old: ir.Block, new: ir.Block, arguments: Sequence[ir.Value]) -> ir
 
 def block_arguments(block: ir.Block, types: Sequence[ir.Type]) -> list[ir.Value]:
     """``block``'s (signless) arguments, bitcast back to ``types`` at the start of the block."""
-    ip = ir.InsertionPoint.at_block_begin(block)
-    return [bitcast(argument, type_, ip) for argument, type_ in zip(block.arguments, types)]
+    return block_arguments_at(block, list(block.arguments), types)
+
+
+def block_arguments_at(
+    block: ir.Block, arguments: Sequence[ir.Value], types: Sequence[ir.Type]
+) -> list[ir.Value]:
+    """``arguments`` of ``block`` (signless), bitcast back to ``types`` at the block's end."""
+    ip = ir.InsertionPoint(block)
+    return [bitcast(argument, type_, ip) for argument, type_ in zip(arguments, types)]
 
 
 def yield_signless(terminator: ir.Operation, name: str, prefix: Sequence[ir.Value] = ()) -> None:
@@ -102,7 +118,115 @@ def extract_scalar(tensor: ir.Value, ip: ir.InsertionPoint) -> ir.Value:
     return op.results[0]
 
 
+@dataclass(frozen=True)
+class Counter:
+    """A while's carried counter that runs from ``start`` up to ``limit`` by 1."""
+
+    position: int  # among the carried values
+    start: int
+    limit: int
+
+
+def _integer_constant(value: ir.Value) -> int | None:
+    array = constant_array(value)
+    if array is None or array.shape != () or array.dtype.kind not in "iu":
+        return None
+    return int(array)
+
+
+def find_counter(op: ir.Operation) -> Counter | None:
+    """The counter of a ``stablehlo.while`` that is a counted loop, else None.
+
+    Counted: the condition is only ``counter < limit`` (signed, a constant
+    limit), the counter starts at a constant and the body returns
+    ``counter + 1``, as jax's ``fori_loop`` and ``scan`` export.
+    """
+    condition = op.regions[0].blocks[0]
+    operations = list(condition.operations)
+    compare = defining_op(operations[-1].operands[0]) if operations[-1].operands else None
+    if compare is None or compare.name != "stablehlo.compare":
+        return None
+    if any(o.name not in ("stablehlo.constant", "stablehlo.compare") for o in operations[:-1]):
+        return None
+    direction = str(compare.attributes["comparison_direction"])
+    kind = compare.attributes["compare_type"] if "compare_type" in compare.attributes else None
+    if "LT" not in direction or (kind is not None and "<comparison_type SIGNED>" not in str(kind)):
+        return None
+    counter, bound = compare.operands
+    element = ir.RankedTensorType(counter.type).element_type
+    if not isinstance(counter, ir.BlockArgument) or counter.owner != condition:
+        return None
+    if not isinstance(element, ir.IntegerType) or not element.is_signless:
+        return None
+    position = counter.arg_number
+    limit = _integer_constant(bound)
+    start = _integer_constant(op.operands[position])
+    body = op.regions[1].blocks[0]
+    step = defining_op(list(body.operations)[-1].operands[position])
+    if limit is None or start is None or step is None or step.name != "stablehlo.add":
+        return None
+    counted = body.arguments[position]
+    lhs, rhs = step.operands
+    one = rhs if lhs == counted else lhs if rhs == counted else None
+    if one is None or _integer_constant(one) != 1:
+        return None
+    return Counter(position, start, limit)
+
+
+def lower_counted_while(op: ir.Operation, counter: Counter) -> None:
+    """A counted ``stablehlo.while`` as an ``scf.for``, which bufferizes without copies.
+
+    An ``scf.while`` whose body makes new values (not in-place updates)
+    copies every carried buffer once per iteration; an ``scf.for`` does not.
+    The counter's final value is a constant.
+    """
+    types = [value.type for value in op.operands]
+    others = [i for i in range(len(types)) if i != counter.position]
+    ip = ir.InsertionPoint(op)
+    inits = [bitcast(op.operands[i], signless(types[i]), ip) for i in others]
+    with ip:
+        trips = max(0, counter.limit - counter.start)
+        loop = scf.ForOp(index_constant(0), index_constant(trips), index_constant(1), inits)
+    body = loop.body
+    counter_type = ir.RankedTensorType(types[counter.position])
+    with ir.InsertionPoint(body):
+        element = counter_type.element_type
+        iteration = arith.IndexCastOp(element, loop.induction_variable).result
+        start = arith.ConstantOp(element, counter.start).result
+        value = arith.AddIOp(iteration, start).result
+        index = tensor.FromElementsOp(counter_type, [value]).result
+    arguments = block_arguments_at(body, list(body.arguments)[1:], [types[i] for i in others])
+    values = list(arguments)
+    values.insert(counter.position, index)
+    terminator = move_body(op.regions[1].blocks[0], body, values)
+    kept = [terminator.operands[i] for i in others]
+    ip_end = ir.InsertionPoint(terminator)
+    ir.Operation.create(
+        "scf.yield",
+        operands=[bitcast(v, signless(v.type), ip_end) for v in kept],
+        loc=terminator.location,
+        ip=ip_end,
+    )
+    terminator.erase()
+    with ip:
+        final = create_constant(
+            np.array(max(counter.start, counter.limit)), counter_type, op.location
+        )
+    results = list(loop.results)
+    for position, result in enumerate(op.results):
+        if position == counter.position:
+            result.replace_all_uses_with(final.result)
+        else:
+            new = results[others.index(position)]
+            result.replace_all_uses_with(bitcast(new, result.type, ip))
+    op.erase()
+
+
 def lower_while(op: ir.Operation) -> None:
+    counter = find_counter(op)
+    if counter is not None:
+        lower_counted_while(op, counter)
+        return
     types = [value.type for value in op.operands]
     carried = [signless(t) for t in types]
     ip = ir.InsertionPoint(op)

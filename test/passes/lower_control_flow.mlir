@@ -28,6 +28,91 @@ func.func @while_loop(%init: tensor<i64>, %limit: tensor<i64>) -> (tensor<i64>, 
 
 // -----
 
+// A counted loop (a constant start, `i < constant`, `i + 1`), as jax's
+// fori_loop and scan export it, becomes an scf.for: its final count is a
+// constant and the body sees the count as a tensor.
+// CHECK-LABEL: func @counted_loop
+func.func @counted_loop(%x: tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>) {
+  %start = stablehlo.constant dense<3> : tensor<i32>
+  %limit = stablehlo.constant dense<10> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  // CHECK-DAG: %[[LB:.+]] = arith.constant 0 : index
+  // CHECK-DAG: %[[UB:.+]] = arith.constant 7 : index
+  // CHECK-DAG: %[[STEP:.+]] = arith.constant 1 : index
+  // CHECK: %[[R:.+]] = scf.for %[[IV:.+]] = %[[LB]] to %[[UB]] step %[[STEP]] iter_args(%[[ACC:.+]] = %arg0) -> (tensor<4xf32>) {
+  // CHECK:   %[[N:.+]] = arith.index_cast %[[IV]] : index to i32
+  // CHECK:   %[[I:.+]] = arith.addi %[[N]], %{{.+}} : i32
+  // CHECK:   %[[T:.+]] = tensor.from_elements %[[I]] : tensor<i32>
+  // CHECK:   %[[F:.+]] = stablehlo.convert %[[T]] : (tensor<i32>) -> tensor<f32>
+  // CHECK:   %[[B:.+]] = stablehlo.broadcast_in_dim %[[F]]
+  // CHECK:   %[[SUM:.+]] = stablehlo.add %[[ACC]], %[[B]]
+  // CHECK:   scf.yield %[[SUM]] : tensor<4xf32>
+  // CHECK: }
+  // CHECK: %[[COUNT:.+]] = stablehlo.constant dense<10> : tensor<i32>
+  // CHECK-NOT: scf.while
+  // CHECK: return %[[COUNT]], %[[R]]
+  %r:2 = stablehlo.while(%i = %start, %acc = %x) : tensor<i32>, tensor<4xf32>
+  cond {
+    %lt = stablehlo.compare LT, %i, %limit, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  } do {
+    %f = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>
+    %b = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<4xf32>
+    %sum = stablehlo.add %acc, %b : tensor<4xf32>
+    %next = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %next, %sum : tensor<i32>, tensor<4xf32>
+  }
+  return %r#0, %r#1 : tensor<i32>, tensor<4xf32>
+}
+
+// -----
+
+// An unsigned comparison, a step of 2 or a condition that computes more
+// than the comparison keeps the scf.while.
+// CHECK-LABEL: func @not_counted
+func.func @not_counted(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %limit = stablehlo.constant dense<10> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %two = stablehlo.constant dense<2> : tensor<i32>
+  // CHECK: scf.while
+  %a:2 = stablehlo.while(%i = %zero, %acc = %x) : tensor<i32>, tensor<4xf32>
+  cond {
+    %lt = stablehlo.compare LT, %i, %limit, UNSIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  } do {
+    %next = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %next, %acc : tensor<i32>, tensor<4xf32>
+  }
+  // CHECK: scf.while
+  %b:2 = stablehlo.while(%i = %zero, %acc = %x) : tensor<i32>, tensor<4xf32>
+  cond {
+    %lt = stablehlo.compare LT, %i, %limit, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  } do {
+    %next = stablehlo.add %i, %two : tensor<i32>
+    stablehlo.return %next, %acc : tensor<i32>, tensor<4xf32>
+  }
+  // CHECK: scf.while
+  %c:2 = stablehlo.while(%i = %zero, %acc = %x) : tensor<i32>, tensor<4xf32>
+  cond {
+    %lt = stablehlo.compare LT, %i, %limit, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %first = stablehlo.slice %acc [0:1] : (tensor<4xf32>) -> tensor<1xf32>
+    %zf = stablehlo.constant dense<0.0> : tensor<1xf32>
+    %pos = stablehlo.compare GT, %first, %zf : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xi1>
+    %p = stablehlo.reshape %pos : (tensor<1xi1>) -> tensor<i1>
+    %go = stablehlo.and %lt, %p : tensor<i1>
+    stablehlo.return %go : tensor<i1>
+  } do {
+    %next = stablehlo.add %i, %one : tensor<i32>
+    stablehlo.return %next, %acc : tensor<i32>, tensor<4xf32>
+  }
+  // CHECK-NOT: scf.for
+  return %a#1, %b#1, %c#1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // Unsigned values are carried as signless ones and bitcast at the boundaries.
 // CHECK-LABEL: func @while_unsigned
 func.func @while_unsigned(%init: tensor<2xui32>, %n: tensor<i1>) -> tensor<2xui32> {

@@ -34,6 +34,39 @@ def test_while_counts(n: int) -> None:
     np.testing.assert_allclose(total, iterations * step)
 
 
+# A counted loop (constant start and limit): lowered to an scf.for.
+COUNTED_LOOP = """
+func.func @main(%step: tensor<3xf32>) -> (tensor<i32>, tensor<3xf32>) {{
+  %start = stablehlo.constant dense<{start}> : tensor<i32>
+  %limit = stablehlo.constant dense<{limit}> : tensor<i32>
+  %one = stablehlo.constant dense<1> : tensor<i32>
+  %acc = stablehlo.constant dense<0.0> : tensor<3xf32>
+  %r:2 = stablehlo.while(%i = %start, %a = %acc) : tensor<i32>, tensor<3xf32>
+  cond {{
+    %lt = stablehlo.compare LT, %i, %limit, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }} do {{
+    %next = stablehlo.add %one, %i : tensor<i32>
+    %f = stablehlo.convert %i : (tensor<i32>) -> tensor<f32>
+    %b = stablehlo.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<3xf32>
+    %scaled = stablehlo.multiply %step, %b : tensor<3xf32>
+    %sum = stablehlo.add %a, %scaled : tensor<3xf32>
+    stablehlo.return %next, %sum : tensor<i32>, tensor<3xf32>
+  }}
+  return %r#0, %r#1 : tensor<i32>, tensor<3xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize(("start", "limit"), [(0, 5), (-4, 3), (3, 10), (5, 5), (7, 2)])
+def test_counted_while_sees_each_count(start: int, limit: int) -> None:
+    step = np.array([1.0, -0.5, 2.0], dtype=np.float32)
+    source = COUNTED_LOOP.format(start=start, limit=limit)
+    count, total = shlo.compile(source, isolate=False)(step)
+    assert count == max(start, limit)
+    np.testing.assert_allclose(total, sum(range(start, limit)) * step)
+
+
 # Fibonacci with the carried values swapped by the body.
 FIBONACCI = """
 func.func @main(%n: tensor<i32>) -> tensor<i64> {
