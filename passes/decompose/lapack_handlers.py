@@ -174,24 +174,78 @@ def lower_potrf(op: ir.Operation) -> None:
     lower_with(op, [result, info])
 
 
-def _getrf_step(
-    matrix: ir.Value, pivots: ir.Value, k: ir.Value, location: ir.Location
-) -> tuple[ir.Value, ir.Value]:
-    """One column of unblocked LU with partial pivoting (LAPACK's getf2), for every batch."""
+def _row_at(matrix: ir.Value, row: ir.Value) -> ir.Value:
+    """Row ``row[...]`` ([...], i64) of each batch's matrix ([..., m, n]): [..., n] (a gather)."""
     matrix_type = ir.RankedTensorType(matrix.type)
     shape = list(matrix_type.shape)
+    rank = len(shape)
+    batch = list(range(rank - 2))
+    indices = create_value(
+        "stablehlo.reshape",
+        [row],
+        _tensor([*shape[:-2], 1], ir.RankedTensorType(row.type).element_type),
+    )
+    numbers = ir.Attribute.parse(
+        "#stablehlo.gather<"
+        f"offset_dims = [{rank - 2}], collapsed_slice_dims = [{rank - 2}], "
+        f"operand_batching_dims = {batch}, start_indices_batching_dims = {batch}, "
+        f"start_index_map = [{rank - 2}], index_vector_dim = {rank - 2}>"
+    )
+    return create_value(
+        "stablehlo.gather",
+        [matrix, indices],
+        _tensor([*shape[:-2], shape[-1]], matrix_type.element_type),
+        dimension_numbers=numbers,
+        slice_sizes=ir.DenseI64ArrayAttr.get([*[1] * (rank - 1), shape[-1]]),
+        indices_are_sorted=ir.BoolAttr.get(False),
+    )
+
+
+def _pivot_magnitude(values: ir.Value) -> ir.Value:
+    """What LAPACK's i?amax compares: |x|, or |re(x)| + |im(x)| for complex x."""
+    value_type = ir.RankedTensorType(values.type)
+    if not isinstance(value_type.element_type, ir.ComplexType):
+        return create_value("stablehlo.abs", [values], values.type)
+    real_type = _tensor(list(value_type.shape), value_type.element_type.element_type)
+    parts = [
+        create_value("stablehlo.abs", [_part(kind, values)], real_type) for kind in ("real", "imag")
+    ]
+    return create_value("stablehlo.add", parts, real_type)
+
+
+def _getrf_step(
+    panel: ir.Value, pivots: ir.Value, k: ir.Value, column: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """One column of unblocked LU with partial pivoting (LAPACK's getf2), for every batch.
+
+    ``panel`` holds all the rows and some of the columns: ``k`` is the row of
+    the diagonal element and ``column`` its column in the panel. The pivot
+    search and the multipliers work on that column alone; the swap and the
+    rank-1 update are one elementwise pass over the panel.
+    """
+    panel_type = ir.RankedTensorType(panel.type)
+    shape = list(panel_type.shape)
     rank, batch = len(shape), shape[:-2]
-    nb = len(batch)
-    element = matrix_type.element_type
+    m, width = shape[-2:]
+    batch_dims = list(range(len(batch)))
+    element = panel_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
     i64 = ir.IntegerType.get_signless(64)
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    kk = _broadcast(k, shape, [])
-    in_column = _compare("EQ", columns, kk)
-    candidate = create_value("stablehlo.and", [in_column, _compare("GE", rows, kk)], _i1(shape))
-    magnitude = create_value("stablehlo.abs", [matrix], _tensor(shape, real))
-    minus_one = _broadcast(_scalar_constant(-1.0, real, location), shape, [])
-    magnitude = _select(candidate, magnitude, minus_one)
+    zero_index = _scalar_constant(0, i64, location)
+    batch_zeros = [zero_index] * len(batch)
+    column_shape = [*batch, m]
+    values = create_value(
+        "stablehlo.reshape",
+        [_dynamic_slice(panel, [*batch_zeros, zero_index, column], [*batch, m, 1])],
+        _tensor(column_shape, element),
+    )
+    positions = _iota(column_shape, len(batch))
+    k_column = _broadcast(k, column_shape, [])
+    magnitude = _select(
+        _compare("GE", positions, k_column),
+        _pivot_magnitude(values),
+        _broadcast(_scalar_constant(-1.0, real, location), column_shape, []),
+    )
 
     def first_largest(lhs: list[ir.Value], rhs: list[ir.Value]) -> list[ir.Value]:
         # isamax: the largest magnitude, the first row among equals.
@@ -205,86 +259,264 @@ def _getrf_step(
         return [_select(take, rhs[0], lhs[0]), _select(take, rhs[1], lhs[1])]
 
     _, pivot_row = _reduce(
-        [magnitude, rows],
+        [magnitude, positions],
         [_scalar_constant(-2.0, real, location), k],
-        [rank - 2, rank - 1],
+        [len(batch)],
         first_largest,
     )
-    batch_dims = list(range(nb))
-    pp = _broadcast(pivot_row, shape, batch_dims)
-    zero = _zeros(shape, element, location)
-    at_k, at_p = _compare("EQ", rows, kk), _compare("EQ", rows, pp)
-    row_k = _sum(_select(at_k, matrix, zero), [rank - 2], location)
-    row_p = _sum(_select(at_p, matrix, zero), [rank - 2], location)
+    row_k = create_value(
+        "stablehlo.reshape",
+        [_dynamic_slice(panel, [*batch_zeros, k, zero_index], [*batch, 1, width])],
+        _tensor([*batch, width], element),
+    )
+    row_p = _row_at(panel, pivot_row)
+    pivot = create_value(
+        "stablehlo.reshape",
+        [_dynamic_slice(row_p, [*batch_zeros, column], [*batch, 1])],
+        _tensor(batch, element),
+    )
+    # The pivot column after the swap, divided by the pivot below the
+    # diagonal; a zero pivot (a singular matrix) leaves it unscaled, as getf2.
+    at_k = _compare("EQ", positions, k_column)
+    at_p = _compare("EQ", positions, _broadcast(pivot_row, column_shape, batch_dims))
+    value_k = _broadcast(
+        _dynamic_slice(values, [*batch_zeros, k], [*batch, 1]),
+        column_shape,
+        [*batch_dims, len(batch)],
+    )
+    swapped_column = _select(
+        at_k, _broadcast(pivot, column_shape, batch_dims), _select(at_p, value_k, values)
+    )
+    pivots_column = _broadcast(pivot, column_shape, batch_dims)
+    zero_column = _zeros(column_shape, element, location)
+    multipliers = _select(
+        _compare("EQ", pivots_column, zero_column),
+        swapped_column,
+        create_value("stablehlo.divide", [swapped_column, pivots_column], swapped_column.type),
+    )
+    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    kk = _broadcast(k, shape, [])
     row_dims = [*batch_dims, rank - 1]
     swapped = _select(
-        at_k,
+        _compare("EQ", rows, kk),
         _broadcast(row_p, shape, row_dims),
-        _select(at_p, _broadcast(row_k, shape, row_dims), matrix),
+        _select(
+            _compare("EQ", rows, _broadcast(pivot_row, shape, batch_dims)),
+            _broadcast(row_k, shape, row_dims),
+            panel,
+        ),
     )
-    diagonal = create_value("stablehlo.and", [at_k, in_column], _i1(shape))
-    pivot = _broadcast(
-        _sum(_select(diagonal, swapped, zero), [rank - 2, rank - 1], location), shape, batch_dims
-    )
-    # A zero pivot (a singular matrix) leaves the column unscaled, as getf2 does.
-    scaled = _select(
-        _compare("EQ", pivot, zero),
-        swapped,
-        create_value("stablehlo.divide", [swapped, pivot], matrix.type),
-    )
-    below = _compare("GT", rows, kk)
-    multipliers = _sum(_select(in_column, scaled, zero), [rank - 1], location)
+    column_dims = [*batch_dims, rank - 2]
+    spread = _broadcast(multipliers, shape, column_dims)
     product = create_value(
-        "stablehlo.multiply",
-        [
-            _broadcast(multipliers, shape, [*batch_dims, rank - 2]),
-            _broadcast(row_p, shape, row_dims),
-        ],
-        matrix.type,
+        "stablehlo.multiply", [spread, _broadcast(row_p, shape, row_dims)], panel.type
     )
-    updated = create_value("stablehlo.subtract", [swapped, product], matrix.type)
-    trailing = create_value("stablehlo.and", [below, _compare("GT", columns, kk)], _i1(shape))
-    below_in_column = create_value("stablehlo.and", [below, in_column], _i1(shape))
-    next_matrix = _select(trailing, updated, _select(below_in_column, scaled, swapped))
+    updated = create_value("stablehlo.subtract", [swapped, product], panel.type)
+    below = _compare("GT", rows, kk)
+    cc = _broadcast(column, shape, [])
+    trailing = create_value("stablehlo.and", [below, _compare("GT", columns, cc)], _i1(shape))
+    below_in_column = create_value(
+        "stablehlo.and", [below, _compare("EQ", columns, cc)], _i1(shape)
+    )
+    next_panel = _select(trailing, updated, _select(below_in_column, spread, swapped))
     # ipiv[k] = pivot row + 1 (LAPACK's 1-based rows).
     pivots_type = ir.RankedTensorType(pivots.type)
-    i32 = pivots_type.element_type
     pivot_shape = list(pivots_type.shape)
     one = _broadcast(_scalar_constant(1, i64, location), batch, [])
     row_number = create_value(
         "stablehlo.convert",
         [create_value("stablehlo.add", [pivot_row, one], pivot_row.type)],
-        _tensor(batch, i32),
+        _tensor(batch, pivots_type.element_type),
     )
-    at_index = _compare("EQ", _iota(pivot_shape, nb), _broadcast(k, pivot_shape, []))
+    at_index = _compare("EQ", _iota(pivot_shape, len(batch)), _broadcast(k, pivot_shape, []))
     next_pivots = _select(at_index, _broadcast(row_number, pivot_shape, batch_dims), pivots)
-    return next_matrix, next_pivots
+    return next_panel, next_pivots
+
+
+# Columns factored unblocked at a time before the rest of the matrix is
+# updated with one product (LAPACK's blocked getrf).
+LU_BLOCK = 32
+
+
+def _dynamic_slice(value: ir.Value, starts: list[ir.Value], sizes: list[int]) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    return create_value(
+        "stablehlo.dynamic_slice",
+        [value, *starts],
+        _tensor(sizes, element),
+        slice_sizes=ir.DenseI64ArrayAttr.get(sizes),
+    )
+
+
+def _dynamic_update_slice(value: ir.Value, update: ir.Value, starts: list[ir.Value]) -> ir.Value:
+    return create_value("stablehlo.dynamic_update_slice", [value, update, *starts], value.type)
+
+
+def _rows_in_order(matrix: ir.Value, order: ir.Value) -> ir.Value:
+    """Row ``order[..., i]`` of ``matrix`` as row i, for every batch (a gather)."""
+    shape = list(ir.RankedTensorType(matrix.type).shape)
+    rank = len(shape)
+    batch = list(range(rank - 2))
+    numbers = ir.Attribute.parse(
+        "#stablehlo.gather<"
+        f"offset_dims = [{rank - 1}], collapsed_slice_dims = [{rank - 2}], "
+        f"operand_batching_dims = {batch}, start_indices_batching_dims = {batch}, "
+        f"start_index_map = [{rank - 2}], index_vector_dim = {rank - 1}>"
+    )
+    return create_value(
+        "stablehlo.gather",
+        [matrix, order],
+        matrix.type,
+        dimension_numbers=numbers,
+        slice_sizes=ir.DenseI64ArrayAttr.get([*[1] * (rank - 1), shape[-1]]),
+        indices_are_sorted=ir.BoolAttr.get(False),
+    )
+
+
+def _swap_entries(
+    order: ir.Value, first: ir.Value, second: ir.Value, location: ir.Location
+) -> ir.Value:
+    """``order`` ([..., m]) with entries ``first`` (a scalar) and ``second`` ([...]) swapped."""
+    shape = list(ir.RankedTensorType(order.type).shape)
+    last = len(shape) - 1
+    batch = list(range(last))
+    positions = _iota(shape, last)
+    at_first = _compare("EQ", positions, _broadcast(first, shape, []))
+    at_second = _compare("EQ", positions, _broadcast(second, shape, batch))
+    none = _zeros(shape, ir.RankedTensorType(order.type).element_type, location)
+
+    def entry(at: ir.Value) -> ir.Value:
+        return _broadcast(_sum(_select(at, order, none), [last], location), shape, batch)
+
+    return _select(at_first, entry(at_second), _select(at_second, entry(at_first), order))
+
+
+def _getrf_block(
+    op: ir.Operation,
+    matrix: ir.Value,
+    pivots: ir.Value,
+    start: ir.Value,
+    width: int,
+    location: ir.Location,
+) -> tuple[ir.Value, ir.Value]:
+    """Columns ``start`` .. ``start + width - 1`` of a right-looking blocked LU.
+
+    The panel (those columns, all rows) is factored by getf2 steps; its row
+    swaps are applied to the other columns; the block row to the right is
+    solved with the panel's unit lower triangle (U12), and the trailing rows
+    and columns lose the panel's L21 times U12 in one product.
+    """
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
+    rank, batch = len(shape), shape[:-2]
+    m, n = shape[-2:]
+    element = matrix_type.element_type
+    i64 = ir.IntegerType.get_signless(64)
+    zero_index = _scalar_constant(0, i64, location)
+    batch_zeros = [zero_index] * len(batch)
+
+    def index(value: int) -> ir.Value:
+        return _scalar_constant(value, i64, location)
+
+    def plus(value: ir.Value, offset: ir.Value) -> ir.Value:
+        return create_value("stablehlo.add", [value, offset], value.type)
+
+    panel = _dynamic_slice(matrix, [*batch_zeros, zero_index, start], [*batch, m, width])
+    panel, pivots = _column_loop(
+        op,
+        [panel, pivots],
+        width,
+        lambda c, p, v: list(_getrf_step(p, v, plus(start, c), c, location)),
+    )
+    # The panel's swaps, in order, as a permutation of all rows.
+    pivot_element = ir.RankedTensorType(pivots.type).element_type
+    order_shape = [*batch, m]
+    order = _iota(order_shape, len(batch))
+
+    def swap(c: ir.Value, current: ir.Value) -> list[ir.Value]:
+        k = plus(start, c)
+        # ipiv is 1-based.
+        chosen = _dynamic_slice(pivots, [*batch_zeros, k], [*batch, 1])
+        chosen = create_value("stablehlo.reshape", [chosen], _tensor(batch, pivot_element))
+        row = create_value("stablehlo.convert", [chosen], _tensor(batch, i64))
+        row = plus(row, _broadcast(index(-1), batch, []))
+        return [_swap_entries(current, k, row, location)]
+
+    (order,) = _column_loop(op, [order], width, swap)
+    matrix = _rows_in_order(matrix, order)
+    matrix = _dynamic_update_slice(matrix, panel, [*batch_zeros, zero_index, start])
+
+    # U12: the block row right of the panel, solved with L11 (unit lower).
+    end = plus(start, index(width))
+    l11 = _dynamic_slice(panel, [*batch_zeros, start, zero_index], [*batch, width, width])
+    block_row = _dynamic_slice(matrix, [*batch_zeros, start, zero_index], [*batch, width, n])
+    solved = create_value(
+        "stablehlo.triangular_solve",
+        [l11, block_row],
+        block_row.type,
+        left_side=ir.BoolAttr.get(True),
+        lower=ir.BoolAttr.get(True),
+        unit_diagonal=ir.BoolAttr.get(True),
+        transpose_a=ir.Attribute.parse("#stablehlo<transpose NO_TRANSPOSE>"),
+    )
+    row_shape = [*batch, width, n]
+    right = _compare("GE", _iota(row_shape, rank - 1), _broadcast(end, row_shape, []))
+    u12 = _select(right, solved, _zeros(row_shape, element, location))
+    matrix = _dynamic_update_slice(
+        matrix, _select(right, solved, block_row), [*batch_zeros, start, zero_index]
+    )
+
+    # A22 -= L21 @ U12, written only below and right of the block.
+    panel_shape = [*batch, m, width]
+    lower = _compare("GE", _iota(panel_shape, rank - 2), _broadcast(end, panel_shape, []))
+    l21 = _select(lower, panel, _zeros(panel_shape, element, location))
+    product = _dot(l21, u12, rank - 1, rank - 2, matrix.type)
+    trailing = create_value(
+        "stablehlo.and",
+        [
+            _compare("GE", _iota(shape, rank - 2), _broadcast(end, shape, [])),
+            _compare("GE", _iota(shape, rank - 1), _broadcast(end, shape, [])),
+        ],
+        _i1(shape),
+    )
+    updated = create_value("stablehlo.subtract", [matrix, product], matrix.type)
+    return _select(trailing, updated, matrix), pivots
 
 
 def lower_getrf(op: ir.Operation) -> None:
     """``?getrf``: LU with partial pivoting, 1-based pivots, and info.
 
-    Right-looking and unblocked (LAPACK's getf2): for each column, the first
-    row of largest magnitude at or below the diagonal is swapped up, the
-    column below is divided by the pivot (left alone when it is zero) and
-    the trailing block updated, in a stablehlo.while over the columns.
-    ``info`` is 0: jax only requires it to be >= 0; a zero pivot (LAPACK's
-    info > 0) is not reported.
+    Right-looking and blocked, as LAPACK's getrf: the columns are taken
+    LU_BLOCK at a time (a stablehlo.while over the blocks, then one narrower
+    block for the rest), each block by ``_getrf_block``. Within a block,
+    each column is getf2's: the first row of largest magnitude at or below
+    the diagonal is swapped up, the column below is divided by the pivot
+    (left alone when it is zero) and the block's columns to the right
+    updated. ``info`` is 0: jax only requires it to be >= 0; a zero pivot
+    (LAPACK's info > 0) is not reported.
     """
     (matrix,) = op.operands
     matrix_type = ir.RankedTensorType(matrix.type)
     shape = list(matrix_type.shape)
     steps = min(shape[-2:])
     location = op.location
+    i64 = ir.IntegerType.get_signless(64)
     with location, ir.InsertionPoint(op):
         pivots_type = ir.RankedTensorType(op.results[1].type)
         no_pivots = create_constant(np.zeros(pivots_type.shape), pivots_type, location).result
-        lu, pivots = _column_loop(
-            op,
-            [matrix, no_pivots],
-            steps,
-            lambda k, a, p: list(_getrf_step(a, p, k, location)),
-        )
+        lu, pivots = matrix, no_pivots
+        blocks, rest = divmod(steps, LU_BLOCK)
+        if blocks:
+
+            def block(b: ir.Value, a: ir.Value, p: ir.Value) -> list[ir.Value]:
+                size = _scalar_constant(LU_BLOCK, i64, location)
+                start = create_value("stablehlo.multiply", [b, size], b.type)
+                return list(_getrf_block(op, a, p, start, LU_BLOCK, location))
+
+            lu, pivots = _column_loop(op, [lu, pivots], blocks, block)
+        if rest:
+            start = _scalar_constant(blocks * LU_BLOCK, i64, location)
+            lu, pivots = _getrf_block(op, lu, pivots, start, rest, location)
         info_type = ir.RankedTensorType(op.results[2].type)
         info = create_constant(np.zeros(info_type.shape), info_type, location).result
     lower_with(op, [lu, pivots, info])

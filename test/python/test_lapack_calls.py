@@ -108,10 +108,20 @@ def test_solve_inv_slogdet(dtype, rtol, batch) -> None:
     check(jnp.linalg.slogdet, a, rtol=rtol * 50)
 
 
-@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (3, 5, 5)])
+# Below and above the LU block size (lapack_handlers.LU_BLOCK, 32): one
+# narrow block, whole blocks and a narrower last one, tall, wide, batched.
+@pytest.mark.parametrize(
+    "shape", [(5, 5), (6, 4), (4, 6), (3, 5, 5), (70, 70), (100, 67), (67, 100), (2, 40, 40)]
+)
 def test_lu_factors_and_pivots_match_lapack(shape) -> None:
     a = general(shape[:-2], *shape[-2:], np.float64)
     check(jax.scipy.linalg.lu_factor if len(shape) == 2 else jax.lax.linalg.lu, a, rtol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(20, 20), (2, 45, 40)])
+def test_complex_lu_pivots_on_the_sum_of_absolute_parts(shape) -> None:
+    """izamax compares |re| + |im|, not the modulus; pivots differ from |x| on most matrices."""
+    check(jax.lax.linalg.lu, general(shape[:-2], *shape[-2:], np.complex128), rtol=1e-10)
 
 
 def test_lu_pivoting_ties_and_zero_columns() -> None:
