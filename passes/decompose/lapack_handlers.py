@@ -14,6 +14,7 @@ import numpy as np
 from shlo._mlir_compat import ir
 from shlo.ir_utils import create_constant, create_value, string_value
 from shlo.pass_framework import PassError
+from shlo.passes.decompose import stablehlo_builders as hlo
 from shlo.passes.decompose.lower_custom_calls import lower_with
 
 _TRANSPOSE = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}
@@ -27,58 +28,17 @@ def _config(op: ir.Operation) -> dict[str, str]:
     return {config[i].name: chr(ir.IntegerAttr(config[i].attr).value) for i in range(len(config))}
 
 
-def _i1(shape: list[int]) -> ir.Type:
-    return ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1))
-
-
-def _compare(direction: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
-    shape = list(ir.RankedTensorType(lhs.type).shape)
-    attribute = ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>")
-    return create_value("stablehlo.compare", [lhs, rhs], _i1(shape), comparison_direction=attribute)
-
-
-def _iota(shape: list[int], dimension: int) -> ir.Value:
-    i64 = ir.IntegerType.get_signless(64)
-    return create_value(
-        "stablehlo.iota",
-        [],
-        ir.RankedTensorType.get(shape, i64),
-        iota_dimension=ir.IntegerAttr.get(i64, dimension),
-    )
-
-
 def _reduce_or(values: ir.Value, dimensions: list[int], location: ir.Location) -> ir.Value:
     """``values`` (i1) or-ed over ``dimensions``."""
-    false = create_constant(np.zeros((), bool), ir.RankedTensorType(_i1([])), location).result
+    false = create_constant(
+        np.zeros((), bool), ir.RankedTensorType(hlo.i1_type([])), location
+    ).result
     return _reduce(
         [values],
         [false],
         dimensions,
         lambda a, b: [create_value("stablehlo.or", [a[0], b[0]], a[0].type)],
     )[0]
-
-
-def _tensor(shape: list[int], element: ir.Type) -> ir.RankedTensorType:
-    return ir.RankedTensorType.get(shape, element)
-
-
-def _broadcast(value: ir.Value, shape: list[int], dimensions: list[int]) -> ir.Value:
-    """``value`` broadcast to ``shape``, its dimensions becoming ``dimensions``."""
-    element = ir.RankedTensorType(value.type).element_type
-    return create_value(
-        "stablehlo.broadcast_in_dim",
-        [value],
-        _tensor(shape, element),
-        broadcast_dimensions=ir.DenseI64ArrayAttr.get(dimensions),
-    )
-
-
-def _select(condition: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
-    return create_value("stablehlo.select", [condition, on_true, on_false], on_true.type)
-
-
-def _scalar_constant(value: float, element: ir.Type, location: ir.Location) -> ir.Value:
-    return create_constant(np.array(value), _tensor([], element), location).result
 
 
 def _reduce(
@@ -93,30 +53,18 @@ def _reduce(
     elements = [ir.RankedTensorType(v.type).element_type for v in operands]
     reduce = ir.Operation.create(
         "stablehlo.reduce",
-        results=[_tensor(kept, e) for e in elements],
+        results=[hlo.tensor_type(kept, e) for e in elements],
         operands=[*operands, *inits],
         attributes={"dimensions": ir.DenseI64ArrayAttr.get(dimensions)},
         regions=1,
     )
-    scalars = [_tensor([], e) for e in elements]
+    scalars = [hlo.tensor_type([], e) for e in elements]
     block = reduce.regions[0].blocks.append(*scalars, *scalars)
     with ir.InsertionPoint(block):
         count = len(operands)
         arguments = list(block.arguments)
         ir.Operation.create("stablehlo.return", operands=body(arguments[:count], arguments[count:]))
     return list(reduce.results)
-
-
-def _zero(element: ir.Type, location: ir.Location) -> ir.Value:
-    """A scalar zero of ``element``; complex ones from two real zeros (no numpy constant)."""
-    if isinstance(element, ir.ComplexType):
-        part = _zero(element.element_type, location)
-        return create_value("stablehlo.complex", [part, part], _tensor([], element))
-    return create_constant(np.zeros(()), _tensor([], element), location).result
-
-
-def _zeros(shape: list[int], element: ir.Type, location: ir.Location) -> ir.Value:
-    return _broadcast(_zero(element, location), shape, [])
 
 
 def _eps(real: ir.Type) -> float:
@@ -126,7 +74,7 @@ def _eps(real: ir.Type) -> float:
 
 def _sum(value: ir.Value, dimensions: list[int], location: ir.Location) -> ir.Value:
     element = ir.RankedTensorType(value.type).element_type
-    zero = _zero(element, location)
+    zero = hlo.zero(element, location)
     return _reduce(
         [value],
         [zero],
@@ -152,8 +100,8 @@ def lower_potrf(op: ir.Operation) -> None:
         factor = create_value(
             "stablehlo.cholesky", [matrix], matrix.type, lower=ir.BoolAttr.get(lower)
         )
-        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-        in_triangle = _compare("GE" if lower else "LE", rows, columns)
+        rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+        in_triangle = hlo.compare("GE" if lower else "LE", rows, columns)
         result = create_value("stablehlo.select", [in_triangle, factor, matrix], matrix.type)
         real = factor
         if isinstance(element, ir.ComplexType):
@@ -163,12 +111,16 @@ def lower_potrf(op: ir.Operation) -> None:
         real_type = ir.RankedTensorType(real.type)
         zero = create_constant(np.zeros(shape), real_type, op.location).result
         not_finite = create_value(
-            "stablehlo.not", [create_value("stablehlo.is_finite", [real], _i1(shape))], _i1(shape)
+            "stablehlo.not",
+            [create_value("stablehlo.is_finite", [real], hlo.i1_type(shape))],
+            hlo.i1_type(shape),
         )
-        not_positive = create_value("stablehlo.not", [_compare("GT", real, zero)], _i1(shape))
-        on_diagonal = _compare("EQ", rows, columns)
-        bad_pivot = create_value("stablehlo.and", [on_diagonal, not_positive], _i1(shape))
-        bad = create_value("stablehlo.or", [not_finite, bad_pivot], _i1(shape))
+        not_positive = create_value(
+            "stablehlo.not", [hlo.compare("GT", real, zero)], hlo.i1_type(shape)
+        )
+        on_diagonal = hlo.compare("EQ", rows, columns)
+        bad_pivot = create_value("stablehlo.and", [on_diagonal, not_positive], hlo.i1_type(shape))
+        bad = create_value("stablehlo.or", [not_finite, bad_pivot], hlo.i1_type(shape))
         failed = _reduce_or(bad, [rank - 2, rank - 1], op.location)
         info = create_value("stablehlo.convert", [failed], op.results[1].type)
     lower_with(op, [result, info])
@@ -183,7 +135,7 @@ def _row_at(matrix: ir.Value, row: ir.Value) -> ir.Value:
     indices = create_value(
         "stablehlo.reshape",
         [row],
-        _tensor([*shape[:-2], 1], ir.RankedTensorType(row.type).element_type),
+        hlo.tensor_type([*shape[:-2], 1], ir.RankedTensorType(row.type).element_type),
     )
     numbers = ir.Attribute.parse(
         "#stablehlo.gather<"
@@ -194,7 +146,7 @@ def _row_at(matrix: ir.Value, row: ir.Value) -> ir.Value:
     return create_value(
         "stablehlo.gather",
         [matrix, indices],
-        _tensor([*shape[:-2], shape[-1]], matrix_type.element_type),
+        hlo.tensor_type([*shape[:-2], shape[-1]], matrix_type.element_type),
         dimension_numbers=numbers,
         slice_sizes=ir.DenseI64ArrayAttr.get([*[1] * (rank - 1), shape[-1]]),
         indices_are_sorted=ir.BoolAttr.get(False),
@@ -206,7 +158,7 @@ def _pivot_magnitude(values: ir.Value) -> ir.Value:
     value_type = ir.RankedTensorType(values.type)
     if not isinstance(value_type.element_type, ir.ComplexType):
         return create_value("stablehlo.abs", [values], values.type)
-    real_type = _tensor(list(value_type.shape), value_type.element_type.element_type)
+    real_type = hlo.tensor_type(list(value_type.shape), value_type.element_type.element_type)
     parts = [
         create_value("stablehlo.abs", [_part(kind, values)], real_type) for kind in ("real", "imag")
     ]
@@ -231,125 +183,115 @@ def _getrf_step(
     element = panel_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
     i64 = ir.IntegerType.get_signless(64)
-    zero_index = _scalar_constant(0, i64, location)
+    zero_index = hlo.scalar_constant(0, i64, location)
     batch_zeros = [zero_index] * len(batch)
     column_shape = [*batch, m]
     values = create_value(
         "stablehlo.reshape",
-        [_dynamic_slice(panel, [*batch_zeros, zero_index, column], [*batch, m, 1])],
-        _tensor(column_shape, element),
+        [hlo.dynamic_slice(panel, [*batch_zeros, zero_index, column], [*batch, m, 1])],
+        hlo.tensor_type(column_shape, element),
     )
-    positions = _iota(column_shape, len(batch))
-    k_column = _broadcast(k, column_shape, [])
-    magnitude = _select(
-        _compare("GE", positions, k_column),
+    positions = hlo.iota(column_shape, len(batch))
+    k_column = hlo.broadcast(k, column_shape, [])
+    magnitude = hlo.select(
+        hlo.compare("GE", positions, k_column),
         _pivot_magnitude(values),
-        _broadcast(_scalar_constant(-1.0, real, location), column_shape, []),
+        hlo.broadcast(hlo.scalar_constant(-1.0, real, location), column_shape, []),
     )
 
     def first_largest(lhs: list[ir.Value], rhs: list[ir.Value]) -> list[ir.Value]:
         # isamax: the largest magnitude, the first row among equals.
-        larger = _compare("GT", rhs[0], lhs[0])
+        larger = hlo.compare("GT", rhs[0], lhs[0])
         tie = create_value(
             "stablehlo.and",
-            [_compare("EQ", rhs[0], lhs[0]), _compare("LT", rhs[1], lhs[1])],
-            _i1([]),
+            [hlo.compare("EQ", rhs[0], lhs[0]), hlo.compare("LT", rhs[1], lhs[1])],
+            hlo.i1_type([]),
         )
-        take = create_value("stablehlo.or", [larger, tie], _i1([]))
-        return [_select(take, rhs[0], lhs[0]), _select(take, rhs[1], lhs[1])]
+        take = create_value("stablehlo.or", [larger, tie], hlo.i1_type([]))
+        return [hlo.select(take, rhs[0], lhs[0]), hlo.select(take, rhs[1], lhs[1])]
 
     _, pivot_row = _reduce(
         [magnitude, positions],
-        [_scalar_constant(-2.0, real, location), k],
+        [hlo.scalar_constant(-2.0, real, location), k],
         [len(batch)],
         first_largest,
     )
     row_k = create_value(
         "stablehlo.reshape",
-        [_dynamic_slice(panel, [*batch_zeros, k, zero_index], [*batch, 1, width])],
-        _tensor([*batch, width], element),
+        [hlo.dynamic_slice(panel, [*batch_zeros, k, zero_index], [*batch, 1, width])],
+        hlo.tensor_type([*batch, width], element),
     )
     row_p = _row_at(panel, pivot_row)
     pivot = create_value(
         "stablehlo.reshape",
-        [_dynamic_slice(row_p, [*batch_zeros, column], [*batch, 1])],
-        _tensor(batch, element),
+        [hlo.dynamic_slice(row_p, [*batch_zeros, column], [*batch, 1])],
+        hlo.tensor_type(batch, element),
     )
     # The pivot column after the swap, divided by the pivot below the
     # diagonal; a zero pivot (a singular matrix) leaves it unscaled, as getf2.
-    at_k = _compare("EQ", positions, k_column)
-    at_p = _compare("EQ", positions, _broadcast(pivot_row, column_shape, batch_dims))
-    value_k = _broadcast(
-        _dynamic_slice(values, [*batch_zeros, k], [*batch, 1]),
+    at_k = hlo.compare("EQ", positions, k_column)
+    at_p = hlo.compare("EQ", positions, hlo.broadcast(pivot_row, column_shape, batch_dims))
+    value_k = hlo.broadcast(
+        hlo.dynamic_slice(values, [*batch_zeros, k], [*batch, 1]),
         column_shape,
         [*batch_dims, len(batch)],
     )
-    swapped_column = _select(
-        at_k, _broadcast(pivot, column_shape, batch_dims), _select(at_p, value_k, values)
+    swapped_column = hlo.select(
+        at_k, hlo.broadcast(pivot, column_shape, batch_dims), hlo.select(at_p, value_k, values)
     )
-    pivots_column = _broadcast(pivot, column_shape, batch_dims)
-    zero_column = _zeros(column_shape, element, location)
-    multipliers = _select(
-        _compare("EQ", pivots_column, zero_column),
+    pivots_column = hlo.broadcast(pivot, column_shape, batch_dims)
+    zero_column = hlo.zeros(column_shape, element, location)
+    multipliers = hlo.select(
+        hlo.compare("EQ", pivots_column, zero_column),
         swapped_column,
         create_value("stablehlo.divide", [swapped_column, pivots_column], swapped_column.type),
     )
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    kk = _broadcast(k, shape, [])
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+    kk = hlo.broadcast(k, shape, [])
     row_dims = [*batch_dims, rank - 1]
-    swapped = _select(
-        _compare("EQ", rows, kk),
-        _broadcast(row_p, shape, row_dims),
-        _select(
-            _compare("EQ", rows, _broadcast(pivot_row, shape, batch_dims)),
-            _broadcast(row_k, shape, row_dims),
+    swapped = hlo.select(
+        hlo.compare("EQ", rows, kk),
+        hlo.broadcast(row_p, shape, row_dims),
+        hlo.select(
+            hlo.compare("EQ", rows, hlo.broadcast(pivot_row, shape, batch_dims)),
+            hlo.broadcast(row_k, shape, row_dims),
             panel,
         ),
     )
     column_dims = [*batch_dims, rank - 2]
-    spread = _broadcast(multipliers, shape, column_dims)
+    spread = hlo.broadcast(multipliers, shape, column_dims)
     product = create_value(
-        "stablehlo.multiply", [spread, _broadcast(row_p, shape, row_dims)], panel.type
+        "stablehlo.multiply", [spread, hlo.broadcast(row_p, shape, row_dims)], panel.type
     )
     updated = create_value("stablehlo.subtract", [swapped, product], panel.type)
-    below = _compare("GT", rows, kk)
-    cc = _broadcast(column, shape, [])
-    trailing = create_value("stablehlo.and", [below, _compare("GT", columns, cc)], _i1(shape))
-    below_in_column = create_value(
-        "stablehlo.and", [below, _compare("EQ", columns, cc)], _i1(shape)
+    below = hlo.compare("GT", rows, kk)
+    cc = hlo.broadcast(column, shape, [])
+    trailing = create_value(
+        "stablehlo.and", [below, hlo.compare("GT", columns, cc)], hlo.i1_type(shape)
     )
-    next_panel = _select(trailing, updated, _select(below_in_column, spread, swapped))
+    below_in_column = create_value(
+        "stablehlo.and", [below, hlo.compare("EQ", columns, cc)], hlo.i1_type(shape)
+    )
+    next_panel = hlo.select(trailing, updated, hlo.select(below_in_column, spread, swapped))
     # ipiv[k] = pivot row + 1 (LAPACK's 1-based rows).
     pivots_type = ir.RankedTensorType(pivots.type)
     pivot_shape = list(pivots_type.shape)
-    one = _broadcast(_scalar_constant(1, i64, location), batch, [])
+    one = hlo.broadcast(hlo.scalar_constant(1, i64, location), batch, [])
     row_number = create_value(
         "stablehlo.convert",
         [create_value("stablehlo.add", [pivot_row, one], pivot_row.type)],
-        _tensor(batch, pivots_type.element_type),
+        hlo.tensor_type(batch, pivots_type.element_type),
     )
-    at_index = _compare("EQ", _iota(pivot_shape, len(batch)), _broadcast(k, pivot_shape, []))
-    next_pivots = _select(at_index, _broadcast(row_number, pivot_shape, batch_dims), pivots)
+    at_index = hlo.compare(
+        "EQ", hlo.iota(pivot_shape, len(batch)), hlo.broadcast(k, pivot_shape, [])
+    )
+    next_pivots = hlo.select(at_index, hlo.broadcast(row_number, pivot_shape, batch_dims), pivots)
     return next_panel, next_pivots
 
 
 # Columns factored unblocked at a time before the rest of the matrix is
 # updated with one product (LAPACK's blocked getrf).
 LU_BLOCK = 32
-
-
-def _dynamic_slice(value: ir.Value, starts: list[ir.Value], sizes: list[int]) -> ir.Value:
-    element = ir.RankedTensorType(value.type).element_type
-    return create_value(
-        "stablehlo.dynamic_slice",
-        [value, *starts],
-        _tensor(sizes, element),
-        slice_sizes=ir.DenseI64ArrayAttr.get(sizes),
-    )
-
-
-def _dynamic_update_slice(value: ir.Value, update: ir.Value, starts: list[ir.Value]) -> ir.Value:
-    return create_value("stablehlo.dynamic_update_slice", [value, update, *starts], value.type)
 
 
 def _rows_in_order(matrix: ir.Value, order: ir.Value) -> ir.Value:
@@ -380,15 +322,15 @@ def _swap_entries(
     shape = list(ir.RankedTensorType(order.type).shape)
     last = len(shape) - 1
     batch = list(range(last))
-    positions = _iota(shape, last)
-    at_first = _compare("EQ", positions, _broadcast(first, shape, []))
-    at_second = _compare("EQ", positions, _broadcast(second, shape, batch))
-    none = _zeros(shape, ir.RankedTensorType(order.type).element_type, location)
+    positions = hlo.iota(shape, last)
+    at_first = hlo.compare("EQ", positions, hlo.broadcast(first, shape, []))
+    at_second = hlo.compare("EQ", positions, hlo.broadcast(second, shape, batch))
+    none = hlo.zeros(shape, ir.RankedTensorType(order.type).element_type, location)
 
     def entry(at: ir.Value) -> ir.Value:
-        return _broadcast(_sum(_select(at, order, none), [last], location), shape, batch)
+        return hlo.broadcast(_sum(hlo.select(at, order, none), [last], location), shape, batch)
 
-    return _select(at_first, entry(at_second), _select(at_second, entry(at_first), order))
+    return hlo.select(at_first, entry(at_second), hlo.select(at_second, entry(at_first), order))
 
 
 def _getrf_block(
@@ -412,16 +354,16 @@ def _getrf_block(
     m, n = shape[-2:]
     element = matrix_type.element_type
     i64 = ir.IntegerType.get_signless(64)
-    zero_index = _scalar_constant(0, i64, location)
+    zero_index = hlo.scalar_constant(0, i64, location)
     batch_zeros = [zero_index] * len(batch)
 
     def index(value: int) -> ir.Value:
-        return _scalar_constant(value, i64, location)
+        return hlo.scalar_constant(value, i64, location)
 
     def plus(value: ir.Value, offset: ir.Value) -> ir.Value:
         return create_value("stablehlo.add", [value, offset], value.type)
 
-    panel = _dynamic_slice(matrix, [*batch_zeros, zero_index, start], [*batch, m, width])
+    panel = hlo.dynamic_slice(matrix, [*batch_zeros, zero_index, start], [*batch, m, width])
     panel, pivots = _column_loop(
         op,
         [panel, pivots],
@@ -431,25 +373,25 @@ def _getrf_block(
     # The panel's swaps, in order, as a permutation of all rows.
     pivot_element = ir.RankedTensorType(pivots.type).element_type
     order_shape = [*batch, m]
-    order = _iota(order_shape, len(batch))
+    order = hlo.iota(order_shape, len(batch))
 
     def swap(c: ir.Value, current: ir.Value) -> list[ir.Value]:
         k = plus(start, c)
         # ipiv is 1-based.
-        chosen = _dynamic_slice(pivots, [*batch_zeros, k], [*batch, 1])
-        chosen = create_value("stablehlo.reshape", [chosen], _tensor(batch, pivot_element))
-        row = create_value("stablehlo.convert", [chosen], _tensor(batch, i64))
-        row = plus(row, _broadcast(index(-1), batch, []))
+        chosen = hlo.dynamic_slice(pivots, [*batch_zeros, k], [*batch, 1])
+        chosen = create_value("stablehlo.reshape", [chosen], hlo.tensor_type(batch, pivot_element))
+        row = create_value("stablehlo.convert", [chosen], hlo.tensor_type(batch, i64))
+        row = plus(row, hlo.broadcast(index(-1), batch, []))
         return [_swap_entries(current, k, row, location)]
 
     (order,) = _column_loop(op, [order], width, swap)
     matrix = _rows_in_order(matrix, order)
-    matrix = _dynamic_update_slice(matrix, panel, [*batch_zeros, zero_index, start])
+    matrix = hlo.dynamic_update_slice(matrix, panel, [*batch_zeros, zero_index, start])
 
     # U12: the block row right of the panel, solved with L11 (unit lower).
     end = plus(start, index(width))
-    l11 = _dynamic_slice(panel, [*batch_zeros, start, zero_index], [*batch, width, width])
-    block_row = _dynamic_slice(matrix, [*batch_zeros, start, zero_index], [*batch, width, n])
+    l11 = hlo.dynamic_slice(panel, [*batch_zeros, start, zero_index], [*batch, width, width])
+    block_row = hlo.dynamic_slice(matrix, [*batch_zeros, start, zero_index], [*batch, width, n])
     solved = create_value(
         "stablehlo.triangular_solve",
         [l11, block_row],
@@ -460,27 +402,27 @@ def _getrf_block(
         transpose_a=ir.Attribute.parse("#stablehlo<transpose NO_TRANSPOSE>"),
     )
     row_shape = [*batch, width, n]
-    right = _compare("GE", _iota(row_shape, rank - 1), _broadcast(end, row_shape, []))
-    u12 = _select(right, solved, _zeros(row_shape, element, location))
-    matrix = _dynamic_update_slice(
-        matrix, _select(right, solved, block_row), [*batch_zeros, start, zero_index]
+    right = hlo.compare("GE", hlo.iota(row_shape, rank - 1), hlo.broadcast(end, row_shape, []))
+    u12 = hlo.select(right, solved, hlo.zeros(row_shape, element, location))
+    matrix = hlo.dynamic_update_slice(
+        matrix, hlo.select(right, solved, block_row), [*batch_zeros, start, zero_index]
     )
 
     # A22 -= L21 @ U12, written only below and right of the block.
     panel_shape = [*batch, m, width]
-    lower = _compare("GE", _iota(panel_shape, rank - 2), _broadcast(end, panel_shape, []))
-    l21 = _select(lower, panel, _zeros(panel_shape, element, location))
-    product = _dot(l21, u12, rank - 1, rank - 2, matrix.type)
+    lower = hlo.compare("GE", hlo.iota(panel_shape, rank - 2), hlo.broadcast(end, panel_shape, []))
+    l21 = hlo.select(lower, panel, hlo.zeros(panel_shape, element, location))
+    product = hlo.batched_dot(l21, u12, rank - 1, rank - 2, matrix.type)
     trailing = create_value(
         "stablehlo.and",
         [
-            _compare("GE", _iota(shape, rank - 2), _broadcast(end, shape, [])),
-            _compare("GE", _iota(shape, rank - 1), _broadcast(end, shape, [])),
+            hlo.compare("GE", hlo.iota(shape, rank - 2), hlo.broadcast(end, shape, [])),
+            hlo.compare("GE", hlo.iota(shape, rank - 1), hlo.broadcast(end, shape, [])),
         ],
-        _i1(shape),
+        hlo.i1_type(shape),
     )
     updated = create_value("stablehlo.subtract", [matrix, product], matrix.type)
-    return _select(trailing, updated, matrix), pivots
+    return hlo.select(trailing, updated, matrix), pivots
 
 
 def lower_getrf(op: ir.Operation) -> None:
@@ -509,13 +451,13 @@ def lower_getrf(op: ir.Operation) -> None:
         if blocks:
 
             def block(b: ir.Value, a: ir.Value, p: ir.Value) -> list[ir.Value]:
-                size = _scalar_constant(LU_BLOCK, i64, location)
+                size = hlo.scalar_constant(LU_BLOCK, i64, location)
                 start = create_value("stablehlo.multiply", [b, size], b.type)
                 return list(_getrf_block(op, a, p, start, LU_BLOCK, location))
 
             lu, pivots = _column_loop(op, [lu, pivots], blocks, block)
         if rest:
-            start = _scalar_constant(blocks * LU_BLOCK, i64, location)
+            start = hlo.scalar_constant(blocks * LU_BLOCK, i64, location)
             lu, pivots = _getrf_block(op, lu, pivots, start, rest, location)
         info_type = ir.RankedTensorType(op.results[2].type)
         info = create_constant(np.zeros(info_type.shape), info_type, location).result
@@ -525,7 +467,7 @@ def lower_getrf(op: ir.Operation) -> None:
 def _part(kind: str, value: ir.Value) -> ir.Value:
     """The real or imaginary part of a complex tensor."""
     value_type = ir.RankedTensorType(value.type)
-    part_type = _tensor(list(value_type.shape), value_type.element_type.element_type)
+    part_type = hlo.tensor_type(list(value_type.shape), value_type.element_type.element_type)
     return create_value(f"stablehlo.{kind}", [value], part_type)
 
 
@@ -533,13 +475,13 @@ def _as_element(value: ir.Value, element: ir.Type) -> ir.Value:
     """A real tensor as a tensor of ``element`` (a complex one gets a zero imaginary part)."""
     if not isinstance(element, ir.ComplexType):
         return value
-    zero = _broadcast(
-        _zero(ir.RankedTensorType(value.type).element_type, value.owner.location),
+    zero = hlo.broadcast(
+        hlo.zero(ir.RankedTensorType(value.type).element_type, value.owner.location),
         list(ir.RankedTensorType(value.type).shape),
         [],
     )
     shape = list(ir.RankedTensorType(value.type).shape)
-    return create_value("stablehlo.complex", [value, zero], _tensor(shape, element))
+    return create_value("stablehlo.complex", [value, zero], hlo.tensor_type(shape, element))
 
 
 def _conj(value: ir.Value) -> ir.Value:
@@ -566,27 +508,29 @@ def _geqrf_step(
     element = matrix_type.element_type
     is_complex = isinstance(element, ir.ComplexType)
     real = element.element_type if is_complex else element
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    jj = _broadcast(j, shape, [])
-    zero = _zeros(shape, element, location)
-    real_zero = _zeros(shape, real, location)
-    in_column, at_row = _compare("EQ", columns, jj), _compare("EQ", rows, jj)
-    below = _compare("GT", rows, jj)
-    column = _sum(_select(in_column, matrix, zero), [rank - 1], location)  # [..., m]
-    column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+    jj = hlo.broadcast(j, shape, [])
+    zero = hlo.zeros(shape, element, location)
+    real_zero = hlo.zeros(shape, real, location)
+    in_column, at_row = hlo.compare("EQ", columns, jj), hlo.compare("EQ", rows, jj)
+    below = hlo.compare("GT", rows, jj)
+    column = _sum(hlo.select(in_column, matrix, zero), [rank - 1], location)  # [..., m]
+    column_b = hlo.broadcast(column, shape, [*batch_dims, rank - 2])
     alpha = _sum(
-        _select(create_value("stablehlo.and", [in_column, at_row], _i1(shape)), matrix, zero),
+        hlo.select(
+            create_value("stablehlo.and", [in_column, at_row], hlo.i1_type(shape)), matrix, zero
+        ),
         [rank - 2, rank - 1],
         location,
     )
-    magnitude = create_value("stablehlo.abs", [column_b], _tensor(shape, real))
-    squares = _select(
-        create_value("stablehlo.and", [in_column, below], _i1(shape)),
+    magnitude = create_value("stablehlo.abs", [column_b], hlo.tensor_type(shape, real))
+    squares = hlo.select(
+        create_value("stablehlo.and", [in_column, below], hlo.i1_type(shape)),
         _mul(magnitude, magnitude),
         real_zero,
     )
     below_norm2 = _sum(squares, [rank - 2, rank - 1], location)  # [...]
-    alpha_abs = create_value("stablehlo.abs", [alpha], _tensor(batch, real))
+    alpha_abs = create_value("stablehlo.abs", [alpha], hlo.tensor_type(batch, real))
     norm = create_value(
         "stablehlo.sqrt",
         [
@@ -597,13 +541,15 @@ def _geqrf_step(
         below_norm2.type,
     )
     alpha_real = _part("real", alpha) if is_complex else alpha
-    batch_zero = _zeros(batch, real, location)
+    batch_zero = hlo.zeros(batch, real, location)
     negative_norm = create_value("stablehlo.negate", [norm], norm.type)
-    beta = _select(_compare("GE", alpha_real, batch_zero), negative_norm, norm)
-    trivial = _compare("EQ", below_norm2, batch_zero)
+    beta = hlo.select(hlo.compare("GE", alpha_real, batch_zero), negative_norm, norm)
+    trivial = hlo.compare("EQ", below_norm2, batch_zero)
     if is_complex:
         trivial = create_value(
-            "stablehlo.and", [trivial, _compare("EQ", _part("imag", alpha), batch_zero)], _i1(batch)
+            "stablehlo.and",
+            [trivial, hlo.compare("EQ", _part("imag", alpha), batch_zero)],
+            hlo.i1_type(batch),
         )
     beta_e = _as_element(beta, element)
     tau = create_value(
@@ -611,35 +557,37 @@ def _geqrf_step(
         [create_value("stablehlo.subtract", [beta_e, alpha], alpha.type), beta_e],
         alpha.type,
     )
-    tau = _select(trivial, _zeros(batch, element, location), tau)
+    tau = hlo.select(trivial, hlo.zeros(batch, element, location), tau)
     scale = create_value(
         "stablehlo.divide",
         [
-            _broadcast(_one(element, location), batch, []),
+            hlo.broadcast(_one(element, location), batch, []),
             create_value("stablehlo.subtract", [alpha, beta_e], alpha.type),
         ],
         alpha.type,
     )
-    trivial_b = _broadcast(trivial, shape, batch_dims)
-    scaled = _select(trivial_b, column_b, _mul(column_b, _broadcast(scale, shape, batch_dims)))
-    new_diagonal = _select(trivial, alpha, beta_e)
+    trivial_b = hlo.broadcast(trivial, shape, batch_dims)
+    scaled = hlo.select(
+        trivial_b, column_b, _mul(column_b, hlo.broadcast(scale, shape, batch_dims))
+    )
+    new_diagonal = hlo.select(trivial, alpha, beta_e)
     # The reflector v: 1 at row j, the scaled column below, 0 above.
-    one = _broadcast(_one(element, location), shape, [])
-    v = _select(at_row, one, _select(below, scaled, zero))  # constant along columns
+    one = hlo.broadcast(_one(element, location), shape, [])
+    v = hlo.select(at_row, one, hlo.select(below, scaled, zero))  # constant along columns
     # Apply H^H = I - conj(tau) v v^H to the columns after j.
     w = _sum(_mul(_conj(v), matrix), [rank - 2], location)  # [..., n]
-    tau_h = _broadcast(_conj(tau), shape, batch_dims)
-    update = _mul(_mul(tau_h, v), _broadcast(w, shape, [*batch_dims, rank - 1]))
-    after = _compare("GT", columns, jj)
+    tau_h = hlo.broadcast(_conj(tau), shape, batch_dims)
+    update = _mul(_mul(tau_h, v), hlo.broadcast(w, shape, [*batch_dims, rank - 1]))
+    after = hlo.compare("GT", columns, jj)
     updated = create_value("stablehlo.subtract", [matrix, update], matrix.type)
-    next_column = _select(
-        at_row, _broadcast(new_diagonal, shape, batch_dims), _select(below, scaled, matrix)
+    next_column = hlo.select(
+        at_row, hlo.broadcast(new_diagonal, shape, batch_dims), hlo.select(below, scaled, matrix)
     )
-    next_matrix = _select(after, updated, _select(in_column, next_column, matrix))
+    next_matrix = hlo.select(after, updated, hlo.select(in_column, next_column, matrix))
     taus_type = ir.RankedTensorType(taus.type)
     tau_shape = list(taus_type.shape)
-    at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(j, tau_shape, []))
-    next_taus = _select(at_index, _broadcast(tau, tau_shape, batch_dims), taus)
+    at_index = hlo.compare("EQ", hlo.iota(tau_shape, nb), hlo.broadcast(j, tau_shape, []))
+    next_taus = hlo.select(at_index, hlo.broadcast(tau, tau_shape, batch_dims), taus)
     return next_matrix, next_taus
 
 
@@ -648,12 +596,12 @@ def _one(element: ir.Type, location: ir.Location) -> ir.Value:
         return create_value(
             "stablehlo.complex",
             [
-                _scalar_constant(1.0, element.element_type, location),
-                _zero(element.element_type, location),
+                hlo.scalar_constant(1.0, element.element_type, location),
+                hlo.zero(element.element_type, location),
             ],
-            _tensor([], element),
+            hlo.tensor_type([], element),
         )
-    return _scalar_constant(1.0, element, location)
+    return hlo.scalar_constant(1.0, element, location)
 
 
 def _column_loop(
@@ -666,24 +614,24 @@ def _column_loop(
     """``carried`` after ``step`` ran for k = 0 .. steps-1 (or down from steps-1), in a stablehlo.while."""
     i64 = ir.IntegerType.get_signless(64)
     location = op.location
-    scalar = _tensor([], i64)
+    scalar = hlo.tensor_type([], i64)
     types = [v.type for v in carried]
-    start = _scalar_constant(steps - 1 if reverse else 0, i64, location)
+    start = hlo.scalar_constant(steps - 1 if reverse else 0, i64, location)
     loop = ir.Operation.create(
         "stablehlo.while", results=[scalar, *types], operands=[start, *carried], regions=2
     )
     condition = loop.regions[0].blocks.append(scalar, *types)
     with ir.InsertionPoint(condition):
-        bound = _scalar_constant(-1 if reverse else steps, i64, location)
+        bound = hlo.scalar_constant(-1 if reverse else steps, i64, location)
         direction = "GT" if reverse else "LT"
         ir.Operation.create(
-            "stablehlo.return", operands=[_compare(direction, condition.arguments[0], bound)]
+            "stablehlo.return", operands=[hlo.compare(direction, condition.arguments[0], bound)]
         )
     body = loop.regions[1].blocks.append(scalar, *types)
     with ir.InsertionPoint(body):
         k, *values = body.arguments
         next_values = step(k, *values)
-        delta = _scalar_constant(-1 if reverse else 1, i64, location)
+        delta = hlo.scalar_constant(-1 if reverse else 1, i64, location)
         next_k = create_value("stablehlo.add", [k, delta], scalar)
         ir.Operation.create("stablehlo.return", operands=[next_k, *next_values])
     return list(loop.results)[1:]
@@ -702,7 +650,7 @@ def lower_geqrf(op: ir.Operation) -> None:
     location = op.location
     with location, ir.InsertionPoint(op):
         element = taus_type.element_type
-        no_taus = _zeros(list(taus_type.shape), element, location)
+        no_taus = hlo.zeros(list(taus_type.shape), element, location)
         result, taus = _column_loop(
             op,
             [matrix, no_taus],
@@ -721,30 +669,32 @@ def _orgqr(op: ir.Operation, reflectors: ir.Value, taus: ir.Value) -> ir.Value:
     element = ir.RankedTensorType(reflectors.type).element_type
     steps = ir.RankedTensorType(taus.type).shape[-1]
     location = op.location
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    zero = _zeros(shape, element, location)
-    one = _broadcast(_one(element, location), shape, [])
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+    zero = hlo.zeros(shape, element, location)
+    one = hlo.broadcast(_one(element, location), shape, [])
     identity = _identity(shape, element, location)
     tau_shape = list(ir.RankedTensorType(taus.type).shape)
 
     def apply(i: ir.Value, q: ir.Value) -> list[ir.Value]:
-        ii = _broadcast(i, shape, [])
-        in_column = _compare("EQ", columns, ii)
-        column = _sum(_select(in_column, reflectors, zero), [rank - 1], location)
-        column_b = _broadcast(column, shape, [*batch_dims, rank - 2])
-        v = _select(
-            _compare("EQ", rows, ii), one, _select(_compare("GT", rows, ii), column_b, zero)
+        ii = hlo.broadcast(i, shape, [])
+        in_column = hlo.compare("EQ", columns, ii)
+        column = _sum(hlo.select(in_column, reflectors, zero), [rank - 1], location)
+        column_b = hlo.broadcast(column, shape, [*batch_dims, rank - 2])
+        v = hlo.select(
+            hlo.compare("EQ", rows, ii),
+            one,
+            hlo.select(hlo.compare("GT", rows, ii), column_b, zero),
         )
-        at_index = _compare("EQ", _iota(tau_shape, nb), _broadcast(i, tau_shape, []))
+        at_index = hlo.compare("EQ", hlo.iota(tau_shape, nb), hlo.broadcast(i, tau_shape, []))
         tau = _sum(
-            _select(at_index, taus, _zeros(tau_shape, element, location)),
+            hlo.select(at_index, taus, hlo.zeros(tau_shape, element, location)),
             [nb],
             location,
         )
         w = _sum(_mul(_conj(v), q), [rank - 2], location)
         update = _mul(
-            _mul(_broadcast(tau, shape, batch_dims), v),
-            _broadcast(w, shape, [*batch_dims, rank - 1]),
+            _mul(hlo.broadcast(tau, shape, batch_dims), v),
+            hlo.broadcast(w, shape, [*batch_dims, rank - 1]),
         )
         return [create_value("stablehlo.subtract", [q, update], q.type)]
 
@@ -772,7 +722,7 @@ def _transpose_last(value: ir.Value) -> ir.Value:
     return create_value(
         "stablehlo.transpose",
         [value],
-        _tensor([shape[d] for d in permutation], value_type.element_type),
+        hlo.tensor_type([shape[d] for d in permutation], value_type.element_type),
         permutation=ir.DenseI64ArrayAttr.get(permutation),
     )
 
@@ -781,14 +731,16 @@ def _hermitian_from(matrix: ir.Value, lower: bool, location: ir.Location) -> ir.
     """The Hermitian matrix that ``matrix``'s ``lower`` (or upper) triangle and real diagonal give."""
     shape = list(ir.RankedTensorType(matrix.type).shape)
     rank = len(shape)
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
     mirrored = _conj(_transpose_last(matrix))
     diagonal = matrix
     element = ir.RankedTensorType(matrix.type).element_type
     if isinstance(element, ir.ComplexType):
         diagonal = _as_element(_part("real", matrix), element)
-    kept = _compare("GT" if lower else "LT", rows, columns)
-    return _select(kept, matrix, _select(_compare("EQ", rows, columns), diagonal, mirrored))
+    kept = hlo.compare("GT" if lower else "LT", rows, columns)
+    return hlo.select(
+        kept, matrix, hlo.select(hlo.compare("EQ", rows, columns), diagonal, mirrored)
+    )
 
 
 def _column_pair(
@@ -798,12 +750,14 @@ def _column_pair(
     shape = list(ir.RankedTensorType(m.type).shape)
     element = ir.RankedTensorType(m.type).element_type
     axis = rank - 1 if columns else rank - 2
-    iota = _iota(shape, axis)
-    zero = _zeros(shape, element, location)
+    iota = hlo.iota(shape, axis)
+    zero = hlo.zeros(shape, element, location)
     picked = _sum(
-        _select(_compare("EQ", iota, _broadcast(index, shape, [])), m, zero), [axis], location
+        hlo.select(hlo.compare("EQ", iota, hlo.broadcast(index, shape, [])), m, zero),
+        [axis],
+        location,
     )
-    return _broadcast(picked, shape, [d for d in range(rank) if d != axis])
+    return hlo.broadcast(picked, shape, [d for d in range(rank) if d != axis])
 
 
 def _rotation(
@@ -818,24 +772,28 @@ def _rotation(
     batch = list(ir.RankedTensorType(apq.type).shape)
     is_complex = isinstance(element, ir.ComplexType)
     real = element.element_type if is_complex else element
-    batch_zero = _zeros(batch, real, location)
-    batch_one = _broadcast(_scalar_constant(1.0, real, location), batch, [])
+    batch_zero = hlo.zeros(batch, real, location)
+    batch_one = hlo.broadcast(hlo.scalar_constant(1.0, real, location), batch, [])
     if is_complex:
-        off = create_value("stablehlo.abs", [apq], _tensor(batch, real))
-        safe = _select(_compare("EQ", off, batch_zero), batch_one, off)
+        off = create_value("stablehlo.abs", [apq], hlo.tensor_type(batch, real))
+        safe = hlo.select(hlo.compare("EQ", off, batch_zero), batch_one, off)
         phase = create_value("stablehlo.divide", [_conj(apq), _as_element(safe, element)], apq.type)
-        phase = _select(
-            _compare("EQ", off, batch_zero), _broadcast(_one(element, location), batch, []), phase
+        phase = hlo.select(
+            hlo.compare("EQ", off, batch_zero),
+            hlo.broadcast(_one(element, location), batch, []),
+            phase,
         )
     else:
         off, phase = apq, None
     two_off = create_value("stablehlo.add", [off, off], off.type)
-    nonzero = create_value("stablehlo.not", [_compare("EQ", off, batch_zero)], _i1(batch))
+    nonzero = create_value(
+        "stablehlo.not", [hlo.compare("EQ", off, batch_zero)], hlo.i1_type(batch)
+    )
     theta = create_value(
         "stablehlo.divide",
         [
             create_value("stablehlo.subtract", [aqq, app], aqq.type),
-            _select(nonzero, two_off, batch_one),
+            hlo.select(nonzero, two_off, batch_one),
         ],
         aqq.type,
     )
@@ -850,8 +808,10 @@ def _rotation(
         [batch_one, create_value("stablehlo.add", [magnitude, root], theta.type)],
         theta.type,
     )
-    t = _select(_compare("LT", theta, batch_zero), create_value("stablehlo.negate", [t], t.type), t)
-    t = _select(nonzero, t, batch_zero)
+    t = hlo.select(
+        hlo.compare("LT", theta, batch_zero), create_value("stablehlo.negate", [t], t.type), t
+    )
+    t = hlo.select(nonzero, t, batch_zero)
     c = create_value(
         "stablehlo.divide",
         [
@@ -882,20 +842,20 @@ def _rotate(
     batch_dims = list(range(rank - 2))
     element = m_type.element_type
     c, s, phase = rotation
-    cb = _broadcast(_as_element(c, element), shape, batch_dims)
-    sb = _broadcast(_as_element(s, element), shape, batch_dims)
+    cb = hlo.broadcast(_as_element(c, element), shape, batch_dims)
+    sb = hlo.broadcast(_as_element(s, element), shape, batch_dims)
     at_p = _column_pair(m, p, rank, location, columns=columns)
     at_q = _column_pair(m, q, rank, location, columns=columns)
     if phase is not None:
-        gb = _broadcast(phase, shape, batch_dims)
+        gb = hlo.broadcast(phase, shape, batch_dims)
         at_q = _mul(gb if columns else _conj(gb), at_q)
     new_p = create_value("stablehlo.subtract", [_mul(cb, at_p), _mul(sb, at_q)], m.type)
     new_q = create_value("stablehlo.add", [_mul(sb, at_p), _mul(cb, at_q)], m.type)
-    index = _iota(shape, rank - 1 if columns else rank - 2)
-    return _select(
-        _compare("EQ", index, _broadcast(p, shape, [])),
+    index = hlo.iota(shape, rank - 1 if columns else rank - 2)
+    return hlo.select(
+        hlo.compare("EQ", index, hlo.broadcast(p, shape, [])),
         new_p,
-        _select(_compare("EQ", index, _broadcast(q, shape, [])), new_q, m),
+        hlo.select(hlo.compare("EQ", index, hlo.broadcast(q, shape, [])), new_q, m),
     )
 
 
@@ -903,17 +863,17 @@ def _entry(a: ir.Value, r: ir.Value, c: ir.Value, location: ir.Location) -> ir.V
     """A[..., r, c] for every batch."""
     shape = list(ir.RankedTensorType(a.type).shape)
     rank = len(shape)
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
     at = create_value(
         "stablehlo.and",
         [
-            _compare("EQ", rows, _broadcast(r, shape, [])),
-            _compare("EQ", columns, _broadcast(c, shape, [])),
+            hlo.compare("EQ", rows, hlo.broadcast(r, shape, [])),
+            hlo.compare("EQ", columns, hlo.broadcast(c, shape, [])),
         ],
-        _i1(shape),
+        hlo.i1_type(shape),
     )
-    zero = _zeros(shape, ir.RankedTensorType(a.type).element_type, location)
-    return _sum(_select(at, a, zero), [rank - 2, rank - 1], location)
+    zero = hlo.zeros(shape, ir.RankedTensorType(a.type).element_type, location)
+    return _sum(hlo.select(at, a, zero), [rank - 2, rank - 1], location)
 
 
 def _jacobi_rotation(
@@ -939,17 +899,19 @@ def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
     element = a_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
     eps = _eps(real)
-    magnitude = create_value("stablehlo.abs", [a], _tensor(shape, real))
+    magnitude = create_value("stablehlo.abs", [a], hlo.tensor_type(shape, real))
     squares = _mul(magnitude, magnitude)
-    rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-    real_zero = _zeros(shape, real, location)
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+    real_zero = hlo.zeros(shape, real, location)
     off = _sum(
-        _select(_compare("NE", rows, columns), squares, real_zero), [rank - 2, rank - 1], location
+        hlo.select(hlo.compare("NE", rows, columns), squares, real_zero),
+        [rank - 2, rank - 1],
+        location,
     )
     total = _sum(squares, [rank - 2, rank - 1], location)
     batch = list(ir.RankedTensorType(off.type).shape)
-    limit = _mul(total, _broadcast(_scalar_constant(eps * eps, real, location), batch, []))
-    return _reduce_or(_compare("GT", off, limit), list(range(len(batch))), location)
+    limit = _mul(total, hlo.broadcast(hlo.scalar_constant(eps * eps, real, location), batch, []))
+    return _reduce_or(hlo.compare("GT", off, limit), list(range(len(batch))), location)
 
 
 def _sort_with_columns(
@@ -960,7 +922,7 @@ def _sort_with_columns(
     i64 = ir.IntegerType.get_signless(64)
     values_type = ir.RankedTensorType(values.type)
     last = len(values_type.shape) - 1
-    order = _iota(list(values_type.shape), last)
+    order = hlo.iota(list(values_type.shape), last)
     sort = ir.Operation.create(
         "stablehlo.sort",
         results=[values.type, order.type],
@@ -968,10 +930,10 @@ def _sort_with_columns(
         attributes={"dimension": ir.IntegerAttr.get(i64, last), "is_stable": ir.BoolAttr.get(True)},
         regions=1,
     )
-    scalar, scalar_i64 = _tensor([], values_type.element_type), _tensor([], i64)
+    scalar, scalar_i64 = hlo.tensor_type([], values_type.element_type), hlo.tensor_type([], i64)
     comparator = sort.regions[0].blocks.append(scalar, scalar, scalar_i64, scalar_i64)
     with ir.InsertionPoint(comparator):
-        first = _compare(direction, comparator.arguments[0], comparator.arguments[1])
+        first = hlo.compare(direction, comparator.arguments[0], comparator.arguments[1])
         ir.Operation.create("stablehlo.return", operands=[first])
     sorted_values, permutation = sort.results
     matrix_type = ir.RankedTensorType(matrix.type)
@@ -981,33 +943,19 @@ def _sort_with_columns(
     n = shape[-1]
     # Column j of the result is column permutation[j]: a product with a one-hot n x n matrix.
     one_hot_shape = [*shape[:-2], n, n]
-    chosen = _compare(
+    chosen = hlo.compare(
         "EQ",
-        _iota(one_hot_shape, rank - 2),
-        _broadcast(permutation, one_hot_shape, [*batch_dims, rank - 1]),
+        hlo.iota(one_hot_shape, rank - 2),
+        hlo.broadcast(permutation, one_hot_shape, [*batch_dims, rank - 1]),
     )
     element = matrix_type.element_type
-    one_hot = _select(
+    one_hot = hlo.select(
         chosen,
-        _broadcast(_one(element, location), one_hot_shape, []),
-        _zeros(one_hot_shape, element, location),
+        hlo.broadcast(_one(element, location), one_hot_shape, []),
+        hlo.zeros(one_hot_shape, element, location),
     )
-    ordered = _dot(matrix, one_hot, rank - 1, rank - 2, matrix.type)
+    ordered = hlo.batched_dot(matrix, one_hot, rank - 1, rank - 2, matrix.type)
     return sorted_values, ordered
-
-
-def _dot(
-    lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: int, result: ir.Type
-) -> ir.Value:
-    """A batched product over the leading (batch) dimensions of ``lhs`` and ``rhs``."""
-    batch_dims = list(range(len(ir.RankedTensorType(lhs.type).shape) - 2))
-    numbers = ir.Attribute.parse(
-        "#stablehlo.dot<"
-        f"lhs_batching_dimensions = {batch_dims}, rhs_batching_dimensions = {batch_dims}, "
-        f"lhs_contracting_dimensions = [{lhs_contract}], "
-        f"rhs_contracting_dimensions = [{rhs_contract}]>"
-    )
-    return create_value("stablehlo.dot_general", [lhs, rhs], result, dot_dimension_numbers=numbers)
 
 
 # Jacobi sweeps stop after this many, converged or not (they converge
@@ -1035,33 +983,33 @@ def _jacobi_sweeps(op, values: list[ir.Value], n: int, rotate, unconverged) -> l
         for column in range(2):
             slot = create_value(
                 "stablehlo.dynamic_slice",
-                [table, r, _scalar_constant(column, i64, location)],
-                _tensor([1, 1], i64),
+                [table, r, hlo.scalar_constant(column, i64, location)],
+                hlo.tensor_type([1, 1], i64),
                 slice_sizes=ir.DenseI64ArrayAttr.get([1, 1]),
             )
-            index.append(create_value("stablehlo.reshape", [slot], _tensor([], i64)))
+            index.append(create_value("stablehlo.reshape", [slot], hlo.tensor_type([], i64)))
         return list(rotate(*current, index[0], index[1], location))
 
-    scalar = _tensor([], i64)
+    scalar = hlo.tensor_type([], i64)
     types = [v.type for v in values]
     loop = ir.Operation.create(
         "stablehlo.while",
         results=[scalar, *types],
-        operands=[_scalar_constant(0, i64, location), *values],
+        operands=[hlo.scalar_constant(0, i64, location), *values],
         regions=2,
     )
     condition = loop.regions[0].blocks.append(scalar, *types)
     with ir.InsertionPoint(condition):
         sweep, *current = condition.arguments
-        more = _compare("LT", sweep, _scalar_constant(MAX_SWEEPS, i64, location))
-        go = create_value("stablehlo.and", [more, unconverged(*current)], _i1([]))
+        more = hlo.compare("LT", sweep, hlo.scalar_constant(MAX_SWEEPS, i64, location))
+        go = create_value("stablehlo.and", [more, unconverged(*current)], hlo.i1_type([]))
         ir.Operation.create("stablehlo.return", operands=[go])
     body = loop.regions[1].blocks.append(scalar, *types)
     with ir.InsertionPoint(body):
         sweep, *current = body.arguments
         rotated = _column_loop(op, list(current), len(pairs), one_pair)
         next_sweep = create_value(
-            "stablehlo.add", [sweep, _scalar_constant(1, i64, location)], scalar
+            "stablehlo.add", [sweep, hlo.scalar_constant(1, i64, location)], scalar
         )
         ir.Operation.create("stablehlo.return", operands=[next_sweep, *rotated])
     return list(loop.results)[1:]
@@ -1086,14 +1034,14 @@ def lower_syevd(op: ir.Operation) -> None:
     location = op.location
     with location, ir.InsertionPoint(op):
         a = _hermitian_from(matrix, lower, location)
-        rows, columns = _iota(shape, rank - 2), _iota(shape, rank - 1)
-        zero = _zeros(shape, element, location)
+        rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+        zero = hlo.zeros(shape, element, location)
         identity = _identity(shape, element, location)
         a, vectors = _jacobi_sweeps(
             op, [a, identity], n, _jacobi_rotation, lambda a, v: _off_diagonal_large(a, location)
         )
         diagonal_values = _sum(
-            _select(_compare("EQ", rows, columns), a, zero), [rank - 2], location
+            hlo.select(hlo.compare("EQ", rows, columns), a, zero), [rank - 2], location
         )  # [..., n]
         values = (
             _part("real", diagonal_values)
@@ -1115,18 +1063,18 @@ def _one_sided_rotation(
     rank = len(shape)
     element = w_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
-    columns = _iota(shape, rank - 1)
-    zero = _zeros(shape, element, location)
+    columns = hlo.iota(shape, rank - 1)
+    zero = hlo.zeros(shape, element, location)
 
     def column(index: ir.Value) -> ir.Value:  # [..., m]
-        chosen = _compare("EQ", columns, _broadcast(index, shape, []))
-        return _sum(_select(chosen, w, zero), [rank - 1], location)
+        chosen = hlo.compare("EQ", columns, hlo.broadcast(index, shape, []))
+        return _sum(hlo.select(chosen, w, zero), [rank - 1], location)
 
     col_p, col_q = column(p), column(q)
 
     def norm2(col: ir.Value) -> ir.Value:
         col_shape = list(ir.RankedTensorType(col.type).shape)
-        magnitude = create_value("stablehlo.abs", [col], _tensor(col_shape, real))
+        magnitude = create_value("stablehlo.abs", [col], hlo.tensor_type(col_shape, real))
         return _sum(_mul(magnitude, magnitude), [rank - 2], location)
 
     gamma = _sum(_mul(_conj(col_p), col_q), [rank - 2], location)
@@ -1136,9 +1084,9 @@ def _one_sided_rotation(
 
 def _identity(shape: list[int], element: ir.Type, location: ir.Location) -> ir.Value:
     rank = len(shape)
-    diagonal = _compare("EQ", _iota(shape, rank - 2), _iota(shape, rank - 1))
-    one = _broadcast(_one(element, location), shape, [])
-    return _select(diagonal, one, _zeros(shape, element, location))
+    diagonal = hlo.compare("EQ", hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1))
+    one = hlo.broadcast(_one(element, location), shape, [])
+    return hlo.select(diagonal, one, hlo.zeros(shape, element, location))
 
 
 def _slice_columns(value: ir.Value, count: int) -> ir.Value:
@@ -1149,7 +1097,7 @@ def _slice_columns(value: ir.Value, count: int) -> ir.Value:
     return create_value(
         "stablehlo.slice",
         [value],
-        _tensor(limit, value_type.element_type),
+        hlo.tensor_type(limit, value_type.element_type),
         start_indices=ir.DenseI64ArrayAttr.get([0] * len(shape)),
         limit_indices=ir.DenseI64ArrayAttr.get(limit),
         strides=ir.DenseI64ArrayAttr.get([1] * len(shape)),
@@ -1170,19 +1118,21 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     m, n = shape[-2], shape[-1]
     element = a_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
-    gram_type = _tensor([*batch, n, n], element)
+    gram_type = hlo.tensor_type([*batch, n, n], element)
 
     def unconverged(w: ir.Value, v: ir.Value) -> ir.Value:
-        return _off_diagonal_large(_dot(_conj(w), w, rank - 2, rank - 2, gram_type), location)
+        return _off_diagonal_large(
+            hlo.batched_dot(_conj(w), w, rank - 2, rank - 2, gram_type), location
+        )
 
     w, v = _jacobi_sweeps(
         op, [a, _identity([*batch, n, n], element, location)], n, _one_sided_rotation, unconverged
     )
-    magnitude = create_value("stablehlo.abs", [w], _tensor(shape, real))
+    magnitude = create_value("stablehlo.abs", [w], hlo.tensor_type(shape, real))
     sigma = create_value(
         "stablehlo.sqrt",
         [_sum(_mul(magnitude, magnitude), [rank - 2], location)],
-        _tensor([*batch, n], real),
+        hlo.tensor_type([*batch, n], real),
     )
     # Both sorted by the unsorted values: the same permutation.
     _, w = _sort_with_columns(sigma, w, "GT", location)
@@ -1192,20 +1142,24 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     # completion below: normalizing noise would not give an orthogonal column.
     largest = _reduce(
         [sigma],
-        [_zero(real, location)],
+        [hlo.zero(real, location)],
         [rank - 2],
         lambda x, y: [create_value("stablehlo.maximum", [x[0], y[0]], x[0].type)],
     )[0]
     eps = _eps(real)
-    floor = _mul(largest, _broadcast(_scalar_constant(eps * max(m, n), real, location), batch, []))
-    significant = _compare("GT", sigma, _broadcast(floor, [*batch, n], batch_dims))
-    sigma_b = _broadcast(sigma, shape, [*batch_dims, rank - 1])
-    positive = _broadcast(significant, shape, [*batch_dims, rank - 1])
-    safe = _select(positive, sigma_b, _broadcast(_scalar_constant(1.0, real, location), shape, []))
-    u_thin = _select(
+    floor = _mul(
+        largest, hlo.broadcast(hlo.scalar_constant(eps * max(m, n), real, location), batch, [])
+    )
+    significant = hlo.compare("GT", sigma, hlo.broadcast(floor, [*batch, n], batch_dims))
+    sigma_b = hlo.broadcast(sigma, shape, [*batch_dims, rank - 1])
+    positive = hlo.broadcast(significant, shape, [*batch_dims, rank - 1])
+    safe = hlo.select(
+        positive, sigma_b, hlo.broadcast(hlo.scalar_constant(1.0, real, location), shape, [])
+    )
+    u_thin = hlo.select(
         positive,
         create_value("stablehlo.divide", [w, _as_element(safe, element)], w.type),
-        _zeros(shape, element, location),
+        hlo.zeros(shape, element, location),
     )
     # Complete U to m x m: Q of [U_thin, I] keeps U_thin's span in its first n
     # columns and is orthonormal; columns with sigma > 0 keep U_thin itself.
@@ -1213,43 +1167,43 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     stacked = create_value(
         "stablehlo.concatenate",
         [u_thin, _identity([*batch, m, m], element, location)],
-        _tensor(stacked_shape, element),
+        hlo.tensor_type(stacked_shape, element),
         dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 1),
     )
     taus_shape = [*batch, m]
-    no_taus = _zeros(taus_shape, element, location)
+    no_taus = hlo.zeros(taus_shape, element, location)
     reflectors, taus = _column_loop(
         op, [stacked, no_taus], m, lambda j, x, t: list(_geqrf_step(x, t, j, location))
     )
     q = _orgqr(op, _slice_columns(reflectors, m), taus)
     square = [*batch, m, m]
-    significance = _select(
+    significance = hlo.select(
         significant,
-        _broadcast(_scalar_constant(1.0, real, location), [*batch, n], []),
-        _zeros([*batch, n], real, location),
+        hlo.broadcast(hlo.scalar_constant(1.0, real, location), [*batch, n], []),
+        hlo.zeros([*batch, n], real, location),
     )
     if m > n:
-        pad = _zeros([*batch, m, m - n], element, location)
+        pad = hlo.zeros([*batch, m, m - n], element, location)
         u_padded = create_value(
             "stablehlo.concatenate",
             [u_thin, pad],
-            _tensor(square, element),
+            hlo.tensor_type(square, element),
             dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 1),
         )
         sigma_padded = create_value(
             "stablehlo.concatenate",
-            [significance, _zeros([*batch, m - n], real, location)],
-            _tensor([*batch, m], real),
+            [significance, hlo.zeros([*batch, m - n], real, location)],
+            hlo.tensor_type([*batch, m], real),
             dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank - 2),
         )
     else:
         u_padded, sigma_padded = u_thin, significance
-    keep = _compare(
+    keep = hlo.compare(
         "GT",
-        _broadcast(sigma_padded, square, [*batch_dims, rank - 1]),
-        _zeros(square, real, location),
+        hlo.broadcast(sigma_padded, square, [*batch_dims, rank - 1]),
+        hlo.zeros(square, real, location),
     )
-    return sigma, _select(keep, u_padded, q), v
+    return sigma, hlo.select(keep, u_padded, q), v
 
 
 def lower_gesdd(op: ir.Operation) -> None:
@@ -1282,11 +1236,13 @@ def lower_gesdd(op: ir.Operation) -> None:
         else:
             vt = _adjoint(v)
         if mode == "N":
-            u = _broadcast(
-                _zero(a_type.element_type, location), list(ir.RankedTensorType(u_type).shape), []
+            u = hlo.broadcast(
+                hlo.zero(a_type.element_type, location), list(ir.RankedTensorType(u_type).shape), []
             )
-            vt = _broadcast(
-                _zero(a_type.element_type, location), list(ir.RankedTensorType(vt_type).shape), []
+            vt = hlo.broadcast(
+                hlo.zero(a_type.element_type, location),
+                list(ir.RankedTensorType(vt_type).shape),
+                [],
             )
         info_type = ir.RankedTensorType(op.results[4].type)
         info = create_constant(np.zeros(info_type.shape), info_type, location).result

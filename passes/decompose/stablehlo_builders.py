@@ -1,0 +1,96 @@
+"""StableHLO ops built with the bindings, for the passes that decompose ops into others.
+
+Shapes are lists of ints; values are ``ir.Value``s of ranked tensors. Each
+function creates its ops at the current insertion point and location.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from shlo._mlir_compat import ir
+from shlo.ir_utils import create_constant, create_value
+
+
+def tensor_type(shape: list[int], element: ir.Type) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(shape, element)
+
+
+def i1_type(shape: list[int]) -> ir.Type:
+    return ir.RankedTensorType.get(shape, ir.IntegerType.get_signless(1))
+
+
+def compare(direction: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    shape = list(ir.RankedTensorType(lhs.type).shape)
+    attribute = ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>")
+    return create_value(
+        "stablehlo.compare", [lhs, rhs], i1_type(shape), comparison_direction=attribute
+    )
+
+
+def iota(shape: list[int], dimension: int) -> ir.Value:
+    i64 = ir.IntegerType.get_signless(64)
+    return create_value(
+        "stablehlo.iota",
+        [],
+        ir.RankedTensorType.get(shape, i64),
+        iota_dimension=ir.IntegerAttr.get(i64, dimension),
+    )
+
+
+def broadcast(value: ir.Value, shape: list[int], dimensions: list[int]) -> ir.Value:
+    """``value`` broadcast to ``shape``, its dimensions becoming ``dimensions``."""
+    element = ir.RankedTensorType(value.type).element_type
+    return create_value(
+        "stablehlo.broadcast_in_dim",
+        [value],
+        tensor_type(shape, element),
+        broadcast_dimensions=ir.DenseI64ArrayAttr.get(dimensions),
+    )
+
+
+def select(condition: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
+    return create_value("stablehlo.select", [condition, on_true, on_false], on_true.type)
+
+
+def scalar_constant(value: float, element: ir.Type, location: ir.Location) -> ir.Value:
+    return create_constant(np.array(value), tensor_type([], element), location).result
+
+
+def zero(element: ir.Type, location: ir.Location) -> ir.Value:
+    """A scalar zero of ``element``; complex ones from two real zeros (no numpy constant)."""
+    if isinstance(element, ir.ComplexType):
+        part = zero(element.element_type, location)
+        return create_value("stablehlo.complex", [part, part], tensor_type([], element))
+    return create_constant(np.zeros(()), tensor_type([], element), location).result
+
+
+def zeros(shape: list[int], element: ir.Type, location: ir.Location) -> ir.Value:
+    return broadcast(zero(element, location), shape, [])
+
+
+def dynamic_slice(value: ir.Value, starts: list[ir.Value], sizes: list[int]) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    return create_value(
+        "stablehlo.dynamic_slice",
+        [value, *starts],
+        tensor_type(sizes, element),
+        slice_sizes=ir.DenseI64ArrayAttr.get(sizes),
+    )
+
+
+def dynamic_update_slice(value: ir.Value, update: ir.Value, starts: list[ir.Value]) -> ir.Value:
+    return create_value("stablehlo.dynamic_update_slice", [value, update, *starts], value.type)
+
+
+def batched_dot(
+    lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: int, result: ir.Type
+) -> ir.Value:
+    """A batched product over the leading (batch) dimensions of ``lhs`` and ``rhs``."""
+    batch_dims = list(range(len(ir.RankedTensorType(lhs.type).shape) - 2))
+    numbers = ir.Attribute.parse(
+        "#stablehlo.dot<"
+        f"lhs_batching_dimensions = {batch_dims}, rhs_batching_dimensions = {batch_dims}, "
+        f"lhs_contracting_dimensions = [{lhs_contract}], "
+        f"rhs_contracting_dimensions = [{rhs_contract}]>"
+    )
+    return create_value("stablehlo.dot_general", [lhs, rhs], result, dot_dimension_numbers=numbers)
