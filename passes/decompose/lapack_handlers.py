@@ -160,7 +160,8 @@ def _pivot_magnitude(values: ir.Value) -> ir.Value:
         return create_value("stablehlo.abs", [values], values.type)
     real_type = hlo.tensor_type(list(value_type.shape), value_type.element_type.element_type)
     parts = [
-        create_value("stablehlo.abs", [_part(kind, values)], real_type) for kind in ("real", "imag")
+        create_value("stablehlo.abs", [hlo.part(kind, values)], real_type)
+        for kind in ("real", "imag")
     ]
     return create_value("stablehlo.add", parts, real_type)
 
@@ -464,13 +465,6 @@ def lower_getrf(op: ir.Operation) -> None:
     lower_with(op, [lu, pivots, info])
 
 
-def _part(kind: str, value: ir.Value) -> ir.Value:
-    """The real or imaginary part of a complex tensor."""
-    value_type = ir.RankedTensorType(value.type)
-    part_type = hlo.tensor_type(list(value_type.shape), value_type.element_type.element_type)
-    return create_value(f"stablehlo.{kind}", [value], part_type)
-
-
 def _as_element(value: ir.Value, element: ir.Type) -> ir.Value:
     """A real tensor as a tensor of ``element`` (a complex one gets a zero imaginary part)."""
     if not isinstance(element, ir.ComplexType):
@@ -482,14 +476,6 @@ def _as_element(value: ir.Value, element: ir.Type) -> ir.Value:
     )
     shape = list(ir.RankedTensorType(value.type).shape)
     return create_value("stablehlo.complex", [value, zero], hlo.tensor_type(shape, element))
-
-
-def _conj(value: ir.Value) -> ir.Value:
-    element = ir.RankedTensorType(value.type).element_type
-    if not isinstance(element, ir.ComplexType):
-        return value
-    imaginary = create_value("stablehlo.negate", [_part("imag", value)], _part("imag", value).type)
-    return create_value("stablehlo.complex", [_part("real", value), imaginary], value.type)
 
 
 def _mul(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -540,7 +526,7 @@ def _geqrf_step(
         ],
         below_norm2.type,
     )
-    alpha_real = _part("real", alpha) if is_complex else alpha
+    alpha_real = hlo.part("real", alpha) if is_complex else alpha
     batch_zero = hlo.zeros(batch, real, location)
     negative_norm = create_value("stablehlo.negate", [norm], norm.type)
     beta = hlo.select(hlo.compare("GE", alpha_real, batch_zero), negative_norm, norm)
@@ -548,7 +534,7 @@ def _geqrf_step(
     if is_complex:
         trivial = create_value(
             "stablehlo.and",
-            [trivial, hlo.compare("EQ", _part("imag", alpha), batch_zero)],
+            [trivial, hlo.compare("EQ", hlo.part("imag", alpha), batch_zero)],
             hlo.i1_type(batch),
         )
     beta_e = _as_element(beta, element)
@@ -575,8 +561,8 @@ def _geqrf_step(
     one = hlo.broadcast(_one(element, location), shape, [])
     v = hlo.select(at_row, one, hlo.select(below, scaled, zero))  # constant along columns
     # Apply H^H = I - conj(tau) v v^H to the columns after j.
-    w = _sum(_mul(_conj(v), matrix), [rank - 2], location)  # [..., n]
-    tau_h = hlo.broadcast(_conj(tau), shape, batch_dims)
+    w = _sum(_mul(hlo.conj(v), matrix), [rank - 2], location)  # [..., n]
+    tau_h = hlo.broadcast(hlo.conj(tau), shape, batch_dims)
     update = _mul(_mul(tau_h, v), hlo.broadcast(w, shape, [*batch_dims, rank - 1]))
     after = hlo.compare("GT", columns, jj)
     updated = create_value("stablehlo.subtract", [matrix, update], matrix.type)
@@ -691,7 +677,7 @@ def _orgqr(op: ir.Operation, reflectors: ir.Value, taus: ir.Value) -> ir.Value:
             [nb],
             location,
         )
-        w = _sum(_mul(_conj(v), q), [rank - 2], location)
+        w = _sum(_mul(hlo.conj(v), q), [rank - 2], location)
         update = _mul(
             _mul(hlo.broadcast(tau, shape, batch_dims), v),
             hlo.broadcast(w, shape, [*batch_dims, rank - 1]),
@@ -714,29 +700,16 @@ def lower_orgqr(op: ir.Operation) -> None:
     lower_with(op, [q])
 
 
-def _transpose_last(value: ir.Value) -> ir.Value:
-    value_type = ir.RankedTensorType(value.type)
-    shape = list(value_type.shape)
-    rank = len(shape)
-    permutation = [*range(rank - 2), rank - 1, rank - 2]
-    return create_value(
-        "stablehlo.transpose",
-        [value],
-        hlo.tensor_type([shape[d] for d in permutation], value_type.element_type),
-        permutation=ir.DenseI64ArrayAttr.get(permutation),
-    )
-
-
 def _hermitian_from(matrix: ir.Value, lower: bool, location: ir.Location) -> ir.Value:
     """The Hermitian matrix that ``matrix``'s ``lower`` (or upper) triangle and real diagonal give."""
     shape = list(ir.RankedTensorType(matrix.type).shape)
     rank = len(shape)
     rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
-    mirrored = _conj(_transpose_last(matrix))
+    mirrored = hlo.conj(hlo.transpose_last(matrix))
     diagonal = matrix
     element = ir.RankedTensorType(matrix.type).element_type
     if isinstance(element, ir.ComplexType):
-        diagonal = _as_element(_part("real", matrix), element)
+        diagonal = _as_element(hlo.part("real", matrix), element)
     kept = hlo.compare("GT" if lower else "LT", rows, columns)
     return hlo.select(
         kept, matrix, hlo.select(hlo.compare("EQ", rows, columns), diagonal, mirrored)
@@ -777,7 +750,9 @@ def _rotation(
     if is_complex:
         off = create_value("stablehlo.abs", [apq], hlo.tensor_type(batch, real))
         safe = hlo.select(hlo.compare("EQ", off, batch_zero), batch_one, off)
-        phase = create_value("stablehlo.divide", [_conj(apq), _as_element(safe, element)], apq.type)
+        phase = create_value(
+            "stablehlo.divide", [hlo.conj(apq), _as_element(safe, element)], apq.type
+        )
         phase = hlo.select(
             hlo.compare("EQ", off, batch_zero),
             hlo.broadcast(_one(element, location), batch, []),
@@ -848,7 +823,7 @@ def _rotate(
     at_q = _column_pair(m, q, rank, location, columns=columns)
     if phase is not None:
         gb = hlo.broadcast(phase, shape, batch_dims)
-        at_q = _mul(gb if columns else _conj(gb), at_q)
+        at_q = _mul(gb if columns else hlo.conj(gb), at_q)
     new_p = create_value("stablehlo.subtract", [_mul(cb, at_p), _mul(sb, at_q)], m.type)
     new_q = create_value("stablehlo.add", [_mul(sb, at_p), _mul(cb, at_q)], m.type)
     index = hlo.iota(shape, rank - 1 if columns else rank - 2)
@@ -883,7 +858,7 @@ def _jacobi_rotation(
     element = ir.RankedTensorType(a.type).element_type
     app, aqq, apq = _entry(a, p, p, location), _entry(a, q, q, location), _entry(a, p, q, location)
     if isinstance(element, ir.ComplexType):
-        app, aqq = _part("real", app), _part("real", aqq)
+        app, aqq = hlo.part("real", app), hlo.part("real", aqq)
     rotation = _rotation(app, aqq, apq, element, location)
     a1 = _rotate(a, p, q, rotation, location)
     return _rotate(a1, p, q, rotation, location, columns=False), _rotate(
@@ -1044,7 +1019,7 @@ def lower_syevd(op: ir.Operation) -> None:
             hlo.select(hlo.compare("EQ", rows, columns), a, zero), [rank - 2], location
         )  # [..., n]
         values = (
-            _part("real", diagonal_values)
+            hlo.part("real", diagonal_values)
             if isinstance(element, ir.ComplexType)
             else diagonal_values
         )
@@ -1077,7 +1052,7 @@ def _one_sided_rotation(
         magnitude = create_value("stablehlo.abs", [col], hlo.tensor_type(col_shape, real))
         return _sum(_mul(magnitude, magnitude), [rank - 2], location)
 
-    gamma = _sum(_mul(_conj(col_p), col_q), [rank - 2], location)
+    gamma = _sum(_mul(hlo.conj(col_p), col_q), [rank - 2], location)
     rotation = _rotation(norm2(col_p), norm2(col_q), gamma, element, location)
     return _rotate(w, p, q, rotation, location), _rotate(v, p, q, rotation, location)
 
@@ -1104,10 +1079,6 @@ def _slice_columns(value: ir.Value, count: int) -> ir.Value:
     )
 
 
-def _adjoint(value: ir.Value) -> ir.Value:
-    return _conj(_transpose_last(value))
-
-
 def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(singular values descending, U m x m, V n x n) of ``a`` ([..., m, n], m >= n)."""
     location = op.location
@@ -1122,7 +1093,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
 
     def unconverged(w: ir.Value, v: ir.Value) -> ir.Value:
         return _off_diagonal_large(
-            hlo.batched_dot(_conj(w), w, rank - 2, rank - 2, gram_type), location
+            hlo.batched_dot(hlo.conj(w), w, rank - 2, rank - 2, gram_type), location
         )
 
     w, v = _jacobi_sweeps(
@@ -1229,12 +1200,12 @@ def lower_gesdd(op: ir.Operation) -> None:
         if m >= n:
             sigma, u, v = _svd_tall(op, matrix)  # A = U S V^H
         else:
-            sigma, v, u = _svd_tall(op, _adjoint(matrix))  # A^H = V S U^H
+            sigma, v, u = _svd_tall(op, hlo.adjoint(matrix))  # A^H = V S U^H
         k = min(m, n)
         if mode == "S":
-            u, vt = (_slice_columns(u, k), _adjoint(_slice_columns(v, k)))
+            u, vt = (_slice_columns(u, k), hlo.adjoint(_slice_columns(v, k)))
         else:
-            vt = _adjoint(v)
+            vt = hlo.adjoint(v)
         if mode == "N":
             u = hlo.broadcast(
                 hlo.zero(a_type.element_type, location), list(ir.RankedTensorType(u_type).shape), []

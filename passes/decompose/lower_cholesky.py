@@ -1,14 +1,23 @@
-"""shlo-lower-cholesky: lower stablehlo.cholesky to a column-by-column loop.
+"""shlo-lower-cholesky: lower stablehlo.cholesky to a blocked, then a column-by-column loop.
 
 Ours because upstream is missing: ``stablehlo-legalize-to-linalg`` leaves
 ``stablehlo.cholesky`` alone. An upper factorization (``lower = false``) is
-computed as the lower one of the adjoint, then adjointed back. One
-``scf.for`` over the columns computes, for all batches at once, column ``j``
-of ``L`` from the columns before it (left-looking, as LAPACK's potf2):
-``c = a[:, j] - L @ conj(L[j, :])``, ``L[j, j] = sqrt(re(c[j]))`` and
-``L[i, j] = c[i] / L[j, j]`` below the diagonal. Only the triangle named by
-``lower`` is read; the other triangle of the result is zero. A matrix that
-is not positive definite gives NaNs. f16 and bf16 are factored in f32.
+computed as the lower one of the adjoint, then adjointed back. Only the
+triangle named by ``lower`` is read; the other triangle of the result is
+zero. A matrix that is not positive definite gives NaNs. f16 and bf16 are
+factored in f32.
+
+A matrix of up to ``BLOCK`` columns is factored by one ``scf.for`` over the
+columns, for all batches at once: column ``j`` of ``L`` from the columns
+before it (left-looking, as LAPACK's potf2), ``c = a[:, j] - L @
+conj(L[j, :])``, ``L[j, j] = sqrt(re(c[j]))`` and ``L[i, j] = c[i] / L[j, j]``
+below the diagonal. A larger one is factored ``BLOCK`` columns at a time,
+right-looking as LAPACK's blocked potrf: the diagonal block by a
+``stablehlo.cholesky`` (lowered as above), the rows below it by a
+``stablehlo.triangular_solve`` with that factor, and the columns to the
+right lose the block's product with its adjoint in one ``dot_general``, so
+most of the work is a matrix product. Runs before
+``shlo-lower-triangular-solve``, which lowers the solves it makes.
 
   %l = stablehlo.cholesky %a, lower = true : tensor<3x3xf32>
   ==>
@@ -30,10 +39,13 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.ir_templates import replace_with_template
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import create_value, ops_named
 from shlo.pass_framework import Pass, PassError
+from shlo.passes.decompose import stablehlo_builders as hlo
 from shlo.template_builder import TemplateBuilder, split_type, tensor_text
 
+# Columns factored by the column loop; larger matrices are blocked.
+BLOCK = 32
 # Element types factored in a wider type, and that type.
 WIDENED = {"f16": "f32", "bf16": "f32"}
 SUPPORTED = ("f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>")
@@ -117,6 +129,101 @@ def cholesky_template(a_type: str, lower: bool) -> str:
     return b.function([b.convert(factor, element)])
 
 
+def _blocked_step(
+    a: ir.Value, factor: ir.Value, start: ir.Value, width: int, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """Columns ``start`` .. ``start + width - 1`` of the lower factor, and ``a`` updated for the rest."""
+    shape = list(ir.RankedTensorType(a.type).shape)
+    rank, batch, n = len(shape), shape[:-2], shape[-1]
+    element = ir.RankedTensorType(a.type).element_type
+    i64 = ir.IntegerType.get_signless(64)
+    zero = hlo.scalar_constant(0, i64, location)
+    batch_zeros = [zero] * len(batch)
+    panel = hlo.dynamic_slice(a, [*batch_zeros, zero, start], [*batch, n, width])
+    diagonal = hlo.dynamic_slice(panel, [*batch_zeros, start, zero], [*batch, width, width])
+    l11 = create_value("stablehlo.cholesky", [diagonal], diagonal.type, lower=ir.BoolAttr.get(True))
+    # panel @ adjoint(l11)^-1: the rows below the block are L21.
+    solved = create_value(
+        "stablehlo.triangular_solve",
+        [l11, panel],
+        panel.type,
+        left_side=ir.BoolAttr.get(False),
+        lower=ir.BoolAttr.get(True),
+        unit_diagonal=ir.BoolAttr.get(False),
+        transpose_a=ir.Attribute.parse("#stablehlo<transpose ADJOINT>"),
+    )
+    end = create_value(
+        "stablehlo.add", [start, hlo.scalar_constant(width, i64, location)], start.type
+    )
+    panel_shape = [*batch, n, width]
+    below = hlo.compare("GE", hlo.iota(panel_shape, rank - 2), hlo.broadcast(end, panel_shape, []))
+    l21 = hlo.select(below, solved, hlo.zeros(panel_shape, element, location))
+    columns = hlo.dynamic_update_slice(l21, l11, [*batch_zeros, start, zero])
+    factor = hlo.dynamic_update_slice(factor, columns, [*batch_zeros, zero, start])
+    # Only the rows and columns after the block are read again; L21 is zero elsewhere.
+    product = hlo.batched_dot(l21, hlo.conj(l21), rank - 1, rank - 1, a.type)
+    return create_value("stablehlo.subtract", [a, product], a.type), factor
+
+
+def _blocked_lower_factor(a: ir.Value, location: ir.Location) -> ir.Value:
+    """The lower factor of ``a`` ([..., n, n], n > BLOCK), BLOCK columns at a time."""
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    i64 = ir.IntegerType.get_signless(64)
+    scalar = hlo.tensor_type([], i64)
+    blocks, rest = divmod(shape[-1], BLOCK)
+    factor = hlo.zeros(shape, a_type.element_type, location)
+    loop = ir.Operation.create(
+        "stablehlo.while",
+        results=[scalar, a.type, a.type],
+        operands=[hlo.scalar_constant(0, i64, location), a, factor],
+        regions=2,
+    )
+    condition = loop.regions[0].blocks.append(scalar, a.type, a.type)
+    with ir.InsertionPoint(condition):
+        count = hlo.scalar_constant(blocks, i64, location)
+        more = hlo.compare("LT", condition.arguments[0], count)
+        ir.Operation.create("stablehlo.return", operands=[more])
+    body = loop.regions[1].blocks.append(scalar, a.type, a.type)
+    with ir.InsertionPoint(body):
+        index, current, partial = body.arguments
+        size = hlo.scalar_constant(BLOCK, i64, location)
+        start = create_value("stablehlo.multiply", [index, size], scalar)
+        current, partial = _blocked_step(current, partial, start, BLOCK, location)
+        one = hlo.scalar_constant(1, i64, location)
+        following = create_value("stablehlo.add", [index, one], scalar)
+        ir.Operation.create("stablehlo.return", operands=[following, current, partial])
+    _, a, factor = loop.results
+    if rest:
+        start = hlo.scalar_constant(blocks * BLOCK, i64, location)
+        _, factor = _blocked_step(a, factor, start, rest, location)
+    return factor
+
+
+def _blocked_cholesky(op: ir.Operation, lower: bool) -> None:
+    a = op.operands[0]
+    element = ir.RankedTensorType(a.type).element_type
+    wide = WIDENED.get(str(element))
+    location = op.location
+    with location, ir.InsertionPoint(op):
+        x = a
+        if wide is not None:
+            x = create_value(
+                "stablehlo.convert",
+                [a],
+                hlo.tensor_type(list(ir.RankedTensorType(a.type).shape), ir.F32Type.get()),
+            )
+        if not lower:
+            x = hlo.adjoint(x)
+        factor = _blocked_lower_factor(x, location)
+        if not lower:
+            factor = hlo.adjoint(factor)
+        if wide is not None:
+            factor = create_value("stablehlo.convert", [factor], a.type)
+    op.results[0].replace_all_uses_with(factor)
+    op.erase()
+
+
 def lower_cholesky(op: ir.Operation) -> None:
     a_type = ir.RankedTensorType(op.operands[0].type)
     if not a_type.has_static_shape:
@@ -124,7 +231,10 @@ def lower_cholesky(op: ir.Operation) -> None:
     if str(a_type.element_type) not in SUPPORTED:
         raise PassError(op.location, "expected a floating-point or complex element type")
     lower = ir.BoolAttr(op.attributes["lower"]).value if "lower" in op.attributes else False
-    replace_with_template(op, cholesky_template(str(a_type), lower))
+    if a_type.shape[-1] > BLOCK:
+        _blocked_cholesky(op, lower)
+    else:
+        replace_with_template(op, cholesky_template(str(a_type), lower))
 
 
 @dataclass(frozen=True)
@@ -134,5 +244,8 @@ class LowerCholeskyPass(Pass):
     argument: ClassVar[str] = "shlo-lower-cholesky"
 
     def run(self, module: ir.Operation) -> None:
+        # A blocked factorization makes small stablehlo.cholesky ops of its own.
+        for op in ops_named(module, "stablehlo.cholesky"):
+            lower_cholesky(op)
         for op in ops_named(module, "stablehlo.cholesky"):
             lower_cholesky(op)

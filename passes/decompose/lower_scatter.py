@@ -164,7 +164,9 @@ class _ScatterLowering:
         """Loops over update dimensions ``dim``.. in row-major order, then the body."""
         if dim == len(self.update_shape):
             return self._body(ivs, carried)
-        loop = scf.ForOp(index_constant(0), index_constant(self.update_shape[dim]), index_constant(1), carried)
+        loop = scf.ForOp(
+            index_constant(0), index_constant(self.update_shape[dim]), index_constant(1), carried
+        )
         with ir.InsertionPoint(loop.body):
             inner = self._loops(
                 dim + 1, [*ivs, loop.induction_variable], list(loop.inner_iter_args)

@@ -94,3 +94,35 @@ def batched_dot(
         f"rhs_contracting_dimensions = [{rhs_contract}]>"
     )
     return create_value("stablehlo.dot_general", [lhs, rhs], result, dot_dimension_numbers=numbers)
+
+
+def part(kind: str, value: ir.Value) -> ir.Value:
+    """The real or imaginary part of a complex tensor."""
+    value_type = ir.RankedTensorType(value.type)
+    part_type = tensor_type(list(value_type.shape), value_type.element_type.element_type)
+    return create_value(f"stablehlo.{kind}", [value], part_type)
+
+
+def conj(value: ir.Value) -> ir.Value:
+    element = ir.RankedTensorType(value.type).element_type
+    if not isinstance(element, ir.ComplexType):
+        return value
+    imaginary = create_value("stablehlo.negate", [part("imag", value)], part("imag", value).type)
+    return create_value("stablehlo.complex", [part("real", value), imaginary], value.type)
+
+
+def transpose_last(value: ir.Value) -> ir.Value:
+    value_type = ir.RankedTensorType(value.type)
+    shape = list(value_type.shape)
+    rank = len(shape)
+    permutation = [*range(rank - 2), rank - 1, rank - 2]
+    return create_value(
+        "stablehlo.transpose",
+        [value],
+        tensor_type([shape[d] for d in permutation], value_type.element_type),
+        permutation=ir.DenseI64ArrayAttr.get(permutation),
+    )
+
+
+def adjoint(value: ir.Value) -> ir.Value:
+    return conj(transpose_last(value))

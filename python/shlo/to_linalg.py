@@ -21,8 +21,9 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-lower-sort",
     "shlo-lower-select-and-scatter",
     "shlo-lower-fft",
-    "shlo-lower-triangular-solve",
+    # Before the triangular solves: a blocked Cholesky factorization makes some.
     "shlo-lower-cholesky",
+    "shlo-lower-triangular-solve",
     "shlo-lower-rng",
     # After the lowerings above, which may emit the ops it fixes.
     "shlo-fix-elementwise-semantics",

@@ -56,6 +56,10 @@ def with_nans_outside(a, lower):
         ((2, 3, 5, 5), np.float32, 1e-5),
         ((3, 4, 4), np.complex128, 1e-13),
         ((6, 6), np.complex64, 1e-5),
+        # Blocked (lower_cholesky.BLOCK is 32): whole blocks, a narrower last one.
+        ((70, 70), np.float64, 1e-12),
+        ((33, 33), np.float32, 1e-5),
+        ((2, 64, 64), np.complex128, 1e-12),
     ],
 )
 def test_matches_numpy(shape, dtype, tolerance, lower):
@@ -66,13 +70,15 @@ def test_matches_numpy(shape, dtype, tolerance, lower):
     np.testing.assert_allclose(actual, expected, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize("n", [3, 40])
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
-def test_narrow_floats_factor_in_f32(dtype):
-    a = positive_definite((3, 3), np.float64, seed=1).astype(dtype)
-    actual = compile_cholesky((3, 3), dtype, True)(a)
+def test_narrow_floats_factor_in_f32(dtype, n):
+    a = positive_definite((n, n), np.float64, seed=1).astype(dtype)
+    actual = compile_cholesky((n, n), dtype, True)(a)
     assert actual.dtype == np.dtype(dtype)
     expected = factor(a.astype(np.float64), True)
-    np.testing.assert_allclose(actual.astype(np.float64), expected, rtol=1e-2, atol=1e-2)
+    scale = np.max(np.abs(expected))
+    np.testing.assert_allclose(actual.astype(np.float64), expected, rtol=1e-2, atol=1e-2 * scale)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (0, 0), (0, 3, 3)])
@@ -86,3 +92,13 @@ def test_not_positive_definite_gives_nan():
     a = np.array([[1.0, 2.0], [2.0, 1.0]], np.float64)
     actual = compile_cholesky((2, 2), np.float64, True)(a)
     assert actual[0, 0] == 1.0 and actual[1, 0] == 2.0 and np.isnan(actual[1, 1])
+
+
+def test_blocked_factor_of_a_matrix_not_positive_definite_has_nan_on_its_diagonal():
+    """A negative pivot in a later block: the columns before it are exact, its pivot NaN."""
+    a = positive_definite((50, 50), np.float64, seed=2)
+    before = np.linalg.cholesky(a)[:, :45]  # columns that a[45, 45] does not change
+    a[45, 45] = -1e3
+    actual = compile_cholesky((50, 50), np.float64, True)(a)
+    np.testing.assert_allclose(actual[:, :45], before, rtol=1e-12, atol=1e-12)
+    assert np.isnan(actual[45, 45])
