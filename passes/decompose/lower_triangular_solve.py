@@ -10,7 +10,10 @@ along both matrix dimensions (with ``b``'s rows) to make it lower. Then one
 batches and columns at once: row ``k`` of ``x`` is divided by ``T[k, k]``
 (unless ``unit_diagonal``), then ``T[i, k] * x[k]`` is subtracted from every
 row ``i > k``. This is LAPACK's order of operations; only the triangle named
-by ``lower`` is read. f16 and bf16 are solved in f32.
+by ``lower`` is read. f16 and bf16 are solved in f32. Above ``BLOCK`` rows
+the loop goes over blocks of ``BLOCK`` rows, as LAPACK's blocked trsm: a
+block is solved by the row loop, then all the rows below it lose their
+product with it in one ``dot_general``.
 
   %x = "stablehlo.triangular_solve"(%a, %b) <{left_side = true, lower = true, unit_diagonal = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>}> : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
   ==>
@@ -92,6 +95,71 @@ def forward_substitution(b: TemplateBuilder, t: str, rhs: str, unit_diagonal: bo
     return b.for_loop(m, [rhs], body)[0]
 
 
+# Rows solved by the row loop at a time; larger systems are blocked.
+BLOCK = 32
+
+
+def blocked_forward_substitution(b: TemplateBuilder, t: str, rhs: str, unit_diagonal: bool) -> str:
+    """``forward_substitution`` BLOCK rows at a time: the rows below lose each solved block at once.
+
+    Block by block, the rows of the block are solved by the row loop with
+    the block's diagonal part of ``t``, and every row below the block loses
+    ``t[rows, block] @ x[block]`` in one dot_general (LAPACK's blocked trsm).
+    """
+    shape, element = split_type(b.type_of(rhs))
+    batch, (m, k) = shape[:-2], shape[-2:]
+    nb = len(batch)
+    zero = b.constant("tensor<i64>", "dense<0>")
+    zeros = [zero] * nb
+    batching = ", ".join(str(d) for d in range(nb))
+    numbers = (
+        f"#stablehlo.dot<lhs_batching_dimensions = [{batching}], "
+        f"rhs_batching_dimensions = [{batching}], "
+        f"lhs_contracting_dimensions = [{nb + 1}], rhs_contracting_dimensions = [{nb}]>"
+    )
+
+    def solve_block(x: str, start: str, width: int, update: bool) -> str:
+        diagonal = b.dynamic_slice(t, [*zeros, start, start], [*batch, width, width])
+        rows = b.dynamic_slice(x, [*zeros, start, zero], [*batch, width, k])
+        solved = forward_substitution(b, diagonal, rows, unit_diagonal)
+        x = b.dynamic_update_slice(x, solved, [*zeros, start, zero])
+        if not update:
+            return x
+        end = b.op(
+            "stablehlo.add", [start, b.constant("tensor<i64>", f"dense<{width}>")], "tensor<i64>"
+        )
+        column_shape = [*batch, m, width]
+        columns = b.dynamic_slice(t, [*zeros, zero, start], column_shape)
+        below_block = b.compare("GE", b.iota(column_shape, nb), b.broadcast(end, column_shape, []))
+        factors = b.op(
+            "stablehlo.select",
+            [below_block, columns, b.zeros(column_shape, element)],
+            b.type_of(columns),
+        )
+        product = b.op(
+            "stablehlo.dot_general",
+            [factors, solved],
+            b.type_of(x),
+            f"dot_dimension_numbers = {numbers}",
+        )
+        rest = b.op("stablehlo.subtract", [x, product], b.type_of(x))
+        # Rows above keep their values even where the product is 0 * inf.
+        below = b.compare("GE", b.iota(shape, nb), b.broadcast(end, shape, []))
+        return b.op("stablehlo.select", [below, rest, x], b.type_of(x))
+
+    blocks, rest = divmod(m, BLOCK)
+    size = b.constant("tensor<i64>", f"dense<{BLOCK}>")
+
+    def body(index: str, carried: list[str]) -> list[str]:
+        start = b.op("stablehlo.multiply", [index, size], "tensor<i64>")
+        return [solve_block(carried[0], start, BLOCK, update=True)]
+
+    x = b.for_loop(blocks, [rhs], body)[0]
+    if rest:
+        x = solve_block(x, b.constant("tensor<i64>", f"dense<{blocks * BLOCK}>"), rest, False)
+    return x
+
+
 def triangular_solve_template(
     a_type: str,
     b_type: str,
@@ -128,7 +196,10 @@ def triangular_solve_template(
         )
         x = b.op("stablehlo.reverse", [x], b.type_of(x), f"dimensions = array<i64: {rank - 2}>")
 
-    x = forward_substitution(b, t, x, unit_diagonal)
+    if shape[-1] > BLOCK:
+        x = blocked_forward_substitution(b, t, x, unit_diagonal)
+    else:
+        x = forward_substitution(b, t, x, unit_diagonal)
 
     if not lower:
         x = b.op("stablehlo.reverse", [x], b.type_of(x), f"dimensions = array<i64: {rank - 2}>")

@@ -102,6 +102,25 @@ def test_every_variant_f64():
         np.testing.assert_allclose(x, expected, rtol=1e-12, atol=1e-12, err_msg=str(variant))
 
 
+@pytest.mark.parametrize("variant", VARIANTS[::3] + [VARIANTS[-1]])
+def test_blocked_rows_f64(variant):
+    """70 rows: two whole blocks of lower_triangular_solve.BLOCK (32) and 6 more."""
+    left_side, lower, unit_diagonal, transpose_a = variant
+    a, b, clean = problem((), 70, 5, np.float64, left_side, lower, unit_diagonal, seed=7)
+    solve = compile_solve(a.shape, b.shape, np.float64, *variant)
+    expected = reference(clean, b, left_side, transpose_a)
+    scale = np.max(np.abs(expected))
+    np.testing.assert_allclose(solve(a, b), expected, rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_blocked_complex_batched_adjoint():
+    a, b, clean = problem((2,), 40, 3, np.complex128, True, False, False, seed=8)
+    solve = compile_solve(a.shape, b.shape, np.complex128, True, False, False, "ADJOINT")
+    expected = reference(clean, b, True, "ADJOINT")
+    scale = np.max(np.abs(expected))
+    np.testing.assert_allclose(solve(a, b), expected, rtol=1e-10, atol=1e-10 * scale)
+
+
 @pytest.mark.parametrize("transpose_a", ["NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"])
 @pytest.mark.parametrize(("left_side", "lower"), [(True, True), (False, False)])
 def test_complex_batched(transpose_a, left_side, lower):
