@@ -168,11 +168,12 @@ def _pivot_magnitude(values: ir.Value) -> ir.Value:
 
 def _getrf_step(
     panel: ir.Value, pivots: ir.Value, k: ir.Value, column: ir.Value, location: ir.Location
-) -> tuple[ir.Value, ir.Value]:
+) -> tuple[ir.Value, ir.Value, ir.Value]:
     """One column of unblocked LU with partial pivoting (LAPACK's getf2), for every batch.
 
     ``panel`` holds all the rows and some of the columns: ``k`` is the row of
-    the diagonal element and ``column`` its column in the panel. The pivot
+    the diagonal element and ``column`` its column in the panel. Returns the
+    next panel and pivots, and the pivot row ([...], 0-based). The pivot
     search and the multipliers work on that column alone; the swap and the
     rank-1 update are one elementwise pass over the panel.
     """
@@ -247,31 +248,33 @@ def _getrf_step(
         swapped_column,
         create_value("stablehlo.divide", [swapped_column, pivots_column], swapped_column.type),
     )
-    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
-    kk = hlo.broadcast(k, shape, [])
-    row_dims = [*batch_dims, rank - 1]
+    # Row and column masks from vectors: iotas of the whole panel would be
+    # computed into memory at every step.
+    row_dims, column_dims = [*batch_dims, rank - 1], [*batch_dims, rank - 2]
+
+    def rows_where(mask: ir.Value) -> ir.Value:
+        return hlo.broadcast(mask, shape, column_dims)
+
+    panel_columns = hlo.iota([width], 0)
+    column_at = hlo.broadcast(column, [width], [])
+
+    def columns_where(direction: str) -> ir.Value:
+        return hlo.broadcast(hlo.compare(direction, panel_columns, column_at), shape, [rank - 1])
+
     swapped = hlo.select(
-        hlo.compare("EQ", rows, kk),
+        rows_where(at_k),
         hlo.broadcast(row_p, shape, row_dims),
-        hlo.select(
-            hlo.compare("EQ", rows, hlo.broadcast(pivot_row, shape, batch_dims)),
-            hlo.broadcast(row_k, shape, row_dims),
-            panel,
-        ),
+        hlo.select(rows_where(at_p), hlo.broadcast(row_k, shape, row_dims), panel),
     )
-    column_dims = [*batch_dims, rank - 2]
     spread = hlo.broadcast(multipliers, shape, column_dims)
     product = create_value(
         "stablehlo.multiply", [spread, hlo.broadcast(row_p, shape, row_dims)], panel.type
     )
     updated = create_value("stablehlo.subtract", [swapped, product], panel.type)
-    below = hlo.compare("GT", rows, kk)
-    cc = hlo.broadcast(column, shape, [])
-    trailing = create_value(
-        "stablehlo.and", [below, hlo.compare("GT", columns, cc)], hlo.i1_type(shape)
-    )
+    below = rows_where(hlo.compare("GT", positions, k_column))
+    trailing = create_value("stablehlo.and", [below, columns_where("GT")], hlo.i1_type(shape))
     below_in_column = create_value(
-        "stablehlo.and", [below, hlo.compare("EQ", columns, cc)], hlo.i1_type(shape)
+        "stablehlo.and", [below, columns_where("EQ")], hlo.i1_type(shape)
     )
     next_panel = hlo.select(trailing, updated, hlo.select(below_in_column, spread, swapped))
     # ipiv[k] = pivot row + 1 (LAPACK's 1-based rows).
@@ -287,7 +290,7 @@ def _getrf_step(
         "EQ", hlo.iota(pivot_shape, len(batch)), hlo.broadcast(k, pivot_shape, [])
     )
     next_pivots = hlo.select(at_index, hlo.broadcast(row_number, pivot_shape, batch_dims), pivots)
-    return next_panel, next_pivots
+    return next_panel, next_pivots, pivot_row
 
 
 # Columns factored unblocked at a time before the rest of the matrix is
@@ -365,27 +368,15 @@ def _getrf_block(
         return create_value("stablehlo.add", [value, offset], value.type)
 
     panel = hlo.dynamic_slice(matrix, [*batch_zeros, zero_index, start], [*batch, m, width])
-    panel, pivots = _column_loop(
-        op,
-        [panel, pivots],
-        width,
-        lambda c, p, v: list(_getrf_step(p, v, plus(start, c), c, location)),
-    )
     # The panel's swaps, in order, as a permutation of all rows.
-    pivot_element = ir.RankedTensorType(pivots.type).element_type
-    order_shape = [*batch, m]
-    order = hlo.iota(order_shape, len(batch))
+    order = hlo.iota([*batch, m], len(batch))
 
-    def swap(c: ir.Value, current: ir.Value) -> list[ir.Value]:
+    def column_step(c: ir.Value, p: ir.Value, v: ir.Value, o: ir.Value) -> list[ir.Value]:
         k = plus(start, c)
-        # ipiv is 1-based.
-        chosen = hlo.dynamic_slice(pivots, [*batch_zeros, k], [*batch, 1])
-        chosen = create_value("stablehlo.reshape", [chosen], hlo.tensor_type(batch, pivot_element))
-        row = create_value("stablehlo.convert", [chosen], hlo.tensor_type(batch, i64))
-        row = plus(row, hlo.broadcast(index(-1), batch, []))
-        return [_swap_entries(current, k, row, location)]
+        next_panel, next_pivots, pivot_row = _getrf_step(p, v, k, c, location)
+        return [next_panel, next_pivots, _swap_entries(o, k, pivot_row, location)]
 
-    (order,) = _column_loop(op, [order], width, swap)
+    panel, pivots, order = _column_loop(op, [panel, pivots, order], width, column_step)
     matrix = _rows_in_order(matrix, order)
     matrix = hlo.dynamic_update_slice(matrix, panel, [*batch_zeros, zero_index, start])
 
