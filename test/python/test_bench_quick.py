@@ -241,3 +241,20 @@ def test_decode_runs_each_program() -> None:
     assert [row[1].strip() for row in rows[1:]] == ["mlp m=2", "tied_output"]
     for row in rows[1:]:
         assert all(float(row[i]) > 0 for i in range(2, 8)), row
+
+
+def test_linalg_runs_each_program() -> None:
+    command = [sys.executable, "-m", "bench.linalg", "--quick"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
+    names = [row[1].strip() for row in rows[1:]]
+    assert names == [
+        "lu_factor 40",
+        "solve 40",
+        "inv 40",
+        "cholesky 40",
+        "solve_triangular 40",
+        "solve batch=8 40",
+    ]
+    for row in rows[1:]:
+        assert all(float(row[i]) > 0 for i in range(2, 6)), row

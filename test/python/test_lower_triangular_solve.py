@@ -102,7 +102,7 @@ def test_every_variant_f64():
         np.testing.assert_allclose(x, expected, rtol=1e-12, atol=1e-12, err_msg=str(variant))
 
 
-@pytest.mark.parametrize("variant", VARIANTS[::3] + [VARIANTS[-1]])
+@pytest.mark.parametrize("variant", [*VARIANTS[::3], VARIANTS[-1]])
 def test_blocked_rows_f64(variant):
     """70 rows: two whole blocks of lower_triangular_solve.BLOCK (32) and 6 more."""
     left_side, lower, unit_diagonal, transpose_a = variant
