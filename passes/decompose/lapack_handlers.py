@@ -384,15 +384,7 @@ def _getrf_block(
     end = plus(start, index(width))
     l11 = hlo.dynamic_slice(panel, [*batch_zeros, start, zero_index], [*batch, width, width])
     block_row = hlo.dynamic_slice(matrix, [*batch_zeros, start, zero_index], [*batch, width, n])
-    solved = create_value(
-        "stablehlo.triangular_solve",
-        [l11, block_row],
-        block_row.type,
-        left_side=ir.BoolAttr.get(True),
-        lower=ir.BoolAttr.get(True),
-        unit_diagonal=ir.BoolAttr.get(True),
-        transpose_a=ir.Attribute.parse("#stablehlo<transpose NO_TRANSPOSE>"),
-    )
+    solved = hlo.triangular_solve(l11, block_row, True, True, True, "NO_TRANSPOSE")
     row_shape = [*batch, width, n]
     right = hlo.compare("GE", hlo.iota(row_shape, rank - 1), hlo.broadcast(end, row_shape, []))
     u12 = hlo.select(right, solved, hlo.zeros(row_shape, element, location))

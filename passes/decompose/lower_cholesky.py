@@ -143,15 +143,7 @@ def _blocked_step(
     diagonal = hlo.dynamic_slice(panel, [*batch_zeros, start, zero], [*batch, width, width])
     l11 = create_value("stablehlo.cholesky", [diagonal], diagonal.type, lower=ir.BoolAttr.get(True))
     # panel @ adjoint(l11)^-1: the rows below the block are L21.
-    solved = create_value(
-        "stablehlo.triangular_solve",
-        [l11, panel],
-        panel.type,
-        left_side=ir.BoolAttr.get(False),
-        lower=ir.BoolAttr.get(True),
-        unit_diagonal=ir.BoolAttr.get(False),
-        transpose_a=ir.Attribute.parse("#stablehlo<transpose ADJOINT>"),
-    )
+    solved = hlo.triangular_solve(l11, panel, False, True, False, "ADJOINT")
     end = create_value(
         "stablehlo.add", [start, hlo.scalar_constant(width, i64, location)], start.type
     )

@@ -126,3 +126,18 @@ def transpose_last(value: ir.Value) -> ir.Value:
 
 def adjoint(value: ir.Value) -> ir.Value:
     return conj(transpose_last(value))
+
+
+def triangular_solve(
+    a: ir.Value, b: ir.Value, left_side: bool, lower: bool, unit_diagonal: bool, transpose: str
+) -> ir.Value:
+    """``stablehlo.triangular_solve``; ``transpose`` is NO_TRANSPOSE, TRANSPOSE or ADJOINT."""
+    return create_value(
+        "stablehlo.triangular_solve",
+        [a, b],
+        b.type,
+        left_side=ir.BoolAttr.get(left_side),
+        lower=ir.BoolAttr.get(lower),
+        unit_diagonal=ir.BoolAttr.get(unit_diagonal),
+        transpose_a=ir.Attribute.parse(f"#stablehlo<transpose {transpose}>"),
+    )
