@@ -257,4 +257,5 @@ def test_linalg_runs_each_program() -> None:
         "solve batch=8 40",
     ]
     for row in rows[1:]:
-        assert all(float(row[i]) > 0 for i in range(2, 6)), row
+        # Times are positive; one untimed quick call may make the ratio print as 0.00.
+        assert all(float(row[i]) > 0 for i in range(2, 5)) and float(row[5]) >= 0, row
