@@ -20,8 +20,11 @@ also fences, with a call to a private ``shlo_fusion_fence_N`` function that
 fuse, so they have a second use: (1) the reshapes between a named
 contraction or convolution (``linalg.matmul``, ``linalg.batch_matmul``, ...,
 as ``shlo-canonicalize-dot-general`` leaves them) and its operands or result,
-which upstream would fold by turning the contraction back into a
-``linalg.generic`` and then fuse producers into it; (2) like XLA, a producer
+and its result when its consumer has a reshaped input (upstream moves that
+reshape through the consumer onto the result: an RNN step's
+``tanh(h @ w + xs[t])``), which upstream would fold by turning the
+contraction back into a ``linalg.generic`` that no recipe tiles and then
+fuse producers into it; (2) like XLA, a producer
 that a ``linalg.generic`` would read more than once per element (a broadcast,
 a window, a contraction's operand) when the consumer has reduction loops or
 the producer is expensive (math functions, divisions, also in the producers
@@ -178,6 +181,16 @@ def _fusible_producer(value: ir.Value) -> tuple[ir.Value, ir.Operation] | None:
     return value, producer
 
 
+def _reshapes_reach(user: ir.Operation) -> bool:
+    """Whether ``user`` is a reshape or a linalg.generic with a reshaped input."""
+    if user.name in _RESHAPES:
+        return True
+    if user.name != "linalg.generic":
+        return False
+    producers = (defining_op(value) for value in linalg_generic_parts(user).inputs)
+    return any(p is not None and p.name in _RESHAPES for p in producers)
+
+
 def values_to_fence(module: ir.Operation) -> list[tuple[ir.Value, ir.Operation]]:
     """The values upstream fusion must not fuse, each with the op to fence it before."""
     fences: list[tuple[ir.Value, ir.Operation]] = []
@@ -190,9 +203,11 @@ def values_to_fence(module: ir.Operation) -> list[tuple[ir.Value, ir.Operation]]
                 reshape = defining_op(operand)
                 if reshape is not None and reshape.name in _RESHAPES:
                     fences.append((operand, op))
+            # A reshape of the result, or of another operand of its consumer,
+            # which upstream moves through the consumer onto the result.
             for result in op.results:
                 uses = list(result.uses)
-                if len(uses) == 1 and uses[0].owner.operation.name in _RESHAPES:
+                if len(uses) == 1 and _reshapes_reach(uses[0].owner.operation):
                     fences.append((result, uses[0].owner.operation))
         elif op.name == "linalg.generic" and op.results:
             parts = linalg_generic_parts(op)
