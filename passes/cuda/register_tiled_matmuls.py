@@ -93,7 +93,9 @@ def _rewrite(op: ir.Operation) -> None:
                 # Loads of an edge tile stay inside the operands; its stores are guarded.
                 row_index.append(arith.MinUIOp(i, last_row).result)
                 column_index.append(arith.MinUIOp(j, last_column).result)
-                row_inside.append(arith.CmpIOp(arith.CmpIPredicate.ult, i, index_constant(rows)).result)
+                row_inside.append(
+                    arith.CmpIOp(arith.CmpIPredicate.ult, i, index_constant(rows)).result
+                )
                 column_inside.append(
                     arith.CmpIOp(arith.CmpIPredicate.ult, j, index_constant(columns)).result
                 )
