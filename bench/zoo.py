@@ -4,7 +4,8 @@ The bench's own models are kernels and three small networks; this times the
 programs the issue measured shlo on (GPT-2, BERT, Llama, ViT, an nnx
 transformer block) and their relatives, at a few hundred wide and four
 layers, randomly initialized (nothing is downloaded), Whisper at tiny's
-size and RegNet (grouped convolutions) at transformers' default size. The ``*_generate``
+size, RegNet (grouped convolutions) at transformers' default size and a
+two-layer flax.linen LSTM (a scan over time). The ``*_generate``
 models are transformers' own ``generate``: a ``lax.while_loop`` over the
 model with its key/value cache, 32 new tokens; the ``*_bf16`` models compute
 in bf16 and store their weights in it (compared within 3e-2). Each model is
@@ -244,6 +245,26 @@ def nnx_block(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     return forward, (state, models.normal((1, seq, dim)))
 
 
+def lstm(quick: bool) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """Two layers of flax.linen's ``OptimizedLSTMCell`` under ``nn.RNN`` (a ``lax.scan``
+    over time), 512 wide, on 8 sequences of 128 steps."""
+    import flax.linen as nn
+    import jax
+
+    batch, steps, features = (2, 8, 16) if quick else (8, SEQ, 512)
+
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(2):
+                x = nn.RNN(nn.OptimizedLSTMCell(features))(x)
+            return x
+
+    x = models.normal((batch, steps, features))
+    params = Stack().init(jax.random.key(0), x)
+    return (lambda params, x: Stack().apply(params, x)), (params, x)
+
+
 ZOO: dict[str, Builder] = {
     "bert": encoder("FlaxBertModel", "BertConfig"),
     "roberta": encoder("FlaxRobertaModel", "RobertaConfig"),
@@ -258,6 +279,7 @@ ZOO: dict[str, Builder] = {
     "regnet": regnet,
     "wav2vec2": wav2vec2,
     "nnx_block": nnx_block,
+    "lstm": lstm,
     "bert_bf16": encoder("FlaxBertModel", "BertConfig", bf16=True),
     "gpt2_bf16": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, bf16=True),
     "gpt2_generate": language_model("FlaxGPT2LMHeadModel", "GPT2Config", gpt2_config, True),

@@ -222,9 +222,9 @@ def test_compute_floor_times_an_in_cache_slice_of_each_byte_model() -> None:
 
 def test_zoo_runs_each_kind_of_model() -> None:
     # One model per builder: an encoder, a language model's logits (in f32
-    # and bf16) and its generation loop, ViT and the nnx block; each is
-    # checked against jax.
-    only = "bert,llama,gpt2_generate,vit,nnx_block,gpt2_bf16"
+    # and bf16) and its generation loop, ViT, the nnx block and the LSTM (a
+    # scan); each is checked against jax.
+    only = "bert,llama,gpt2_generate,vit,nnx_block,gpt2_bf16,lstm"
     command = [sys.executable, "-m", "bench.zoo", "--quick", "--only", only]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
