@@ -126,33 +126,6 @@ def lower_potrf(op: ir.Operation) -> None:
     lower_with(op, [result, info])
 
 
-def _row_at(matrix: ir.Value, row: ir.Value) -> ir.Value:
-    """Row ``row[...]`` ([...], i64) of each batch's matrix ([..., m, n]): [..., n] (a gather)."""
-    matrix_type = ir.RankedTensorType(matrix.type)
-    shape = list(matrix_type.shape)
-    rank = len(shape)
-    batch = list(range(rank - 2))
-    indices = create_value(
-        "stablehlo.reshape",
-        [row],
-        hlo.tensor_type([*shape[:-2], 1], ir.RankedTensorType(row.type).element_type),
-    )
-    numbers = ir.Attribute.parse(
-        "#stablehlo.gather<"
-        f"offset_dims = [{rank - 2}], collapsed_slice_dims = [{rank - 2}], "
-        f"operand_batching_dims = {batch}, start_indices_batching_dims = {batch}, "
-        f"start_index_map = [{rank - 2}], index_vector_dim = {rank - 2}>"
-    )
-    return create_value(
-        "stablehlo.gather",
-        [matrix, indices],
-        hlo.tensor_type([*shape[:-2], shape[-1]], matrix_type.element_type),
-        dimension_numbers=numbers,
-        slice_sizes=ir.DenseI64ArrayAttr.get([*[1] * (rank - 1), shape[-1]]),
-        indices_are_sorted=ir.BoolAttr.get(False),
-    )
-
-
 def _pivot_magnitude(values: ir.Value) -> ir.Value:
     """What LAPACK's i?amax compares: |x|, or |re(x)| + |im(x)| for complex x."""
     value_type = ir.RankedTensorType(values.type)
@@ -218,12 +191,14 @@ def _getrf_step(
         [len(batch)],
         first_largest,
     )
+    row_type = hlo.tensor_type([*batch, width], element)
+    pivot_rows = create_value("stablehlo.reshape", [pivot_row], hlo.tensor_type([*batch, 1], i64))
+    row_p = create_value("stablehlo.reshape", [_rows_in_order(panel, pivot_rows)], row_type)
     row_k = create_value(
         "stablehlo.reshape",
         [hlo.dynamic_slice(panel, [*batch_zeros, k, zero_index], [*batch, 1, width])],
-        hlo.tensor_type([*batch, width], element),
+        row_type,
     )
-    row_p = _row_at(panel, pivot_row)
     pivot = create_value(
         "stablehlo.reshape",
         [hlo.dynamic_slice(row_p, [*batch_zeros, column], [*batch, 1])],
@@ -238,10 +213,8 @@ def _getrf_step(
         column_shape,
         [*batch_dims, len(batch)],
     )
-    swapped_column = hlo.select(
-        at_k, hlo.broadcast(pivot, column_shape, batch_dims), hlo.select(at_p, value_k, values)
-    )
     pivots_column = hlo.broadcast(pivot, column_shape, batch_dims)
+    swapped_column = hlo.select(at_k, pivots_column, hlo.select(at_p, value_k, values))
     zero_column = hlo.zeros(column_shape, element, location)
     multipliers = hlo.select(
         hlo.compare("EQ", pivots_column, zero_column),
@@ -299,10 +272,15 @@ LU_BLOCK = 32
 
 
 def _rows_in_order(matrix: ir.Value, order: ir.Value) -> ir.Value:
-    """Row ``order[..., i]`` of ``matrix`` as row i, for every batch (a gather)."""
-    shape = list(ir.RankedTensorType(matrix.type).shape)
+    """Row ``order[..., i]`` of ``matrix`` ([..., m, n]) as row i, for every batch (a gather).
+
+    ``order`` is [..., r] (i64): the result is [..., r, n].
+    """
+    matrix_type = ir.RankedTensorType(matrix.type)
+    shape = list(matrix_type.shape)
     rank = len(shape)
     batch = list(range(rank - 2))
+    rows = ir.RankedTensorType(order.type).shape[-1]
     numbers = ir.Attribute.parse(
         "#stablehlo.gather<"
         f"offset_dims = [{rank - 1}], collapsed_slice_dims = [{rank - 2}], "
@@ -312,7 +290,7 @@ def _rows_in_order(matrix: ir.Value, order: ir.Value) -> ir.Value:
     return create_value(
         "stablehlo.gather",
         [matrix, order],
-        matrix.type,
+        hlo.tensor_type([*shape[:-2], rows, shape[-1]], matrix_type.element_type),
         dimension_numbers=numbers,
         slice_sizes=ir.DenseI64ArrayAttr.get([*[1] * (rank - 1), shape[-1]]),
         indices_are_sorted=ir.BoolAttr.get(False),
@@ -376,7 +354,7 @@ def _getrf_block(
         next_panel, next_pivots, pivot_row = _getrf_step(p, v, k, c, location)
         return [next_panel, next_pivots, _swap_entries(o, k, pivot_row, location)]
 
-    panel, pivots, order = _column_loop(op, [panel, pivots, order], width, column_step)
+    panel, pivots, order = hlo.counted_loop(op.location, [panel, pivots, order], width, column_step)
     matrix = _rows_in_order(matrix, order)
     matrix = hlo.dynamic_update_slice(matrix, panel, [*batch_zeros, zero_index, start])
 
@@ -439,7 +417,7 @@ def lower_getrf(op: ir.Operation) -> None:
                 start = create_value("stablehlo.multiply", [b, size], b.type)
                 return list(_getrf_block(op, a, p, start, LU_BLOCK, location))
 
-            lu, pivots = _column_loop(op, [lu, pivots], blocks, block)
+            lu, pivots = hlo.counted_loop(op.location, [lu, pivots], blocks, block)
         if rest:
             start = hlo.scalar_constant(blocks * LU_BLOCK, i64, location)
             lu, pivots = _getrf_block(op, lu, pivots, start, rest, location)
@@ -573,39 +551,6 @@ def _one(element: ir.Type, location: ir.Location) -> ir.Value:
     return hlo.scalar_constant(1.0, element, location)
 
 
-def _column_loop(
-    op: ir.Operation,
-    carried: list[ir.Value],
-    steps: int,
-    step,  # (k, *carried) -> list of next carried values
-    reverse: bool = False,
-) -> list[ir.Value]:
-    """``carried`` after ``step`` ran for k = 0 .. steps-1 (or down from steps-1), in a stablehlo.while."""
-    i64 = ir.IntegerType.get_signless(64)
-    location = op.location
-    scalar = hlo.tensor_type([], i64)
-    types = [v.type for v in carried]
-    start = hlo.scalar_constant(steps - 1 if reverse else 0, i64, location)
-    loop = ir.Operation.create(
-        "stablehlo.while", results=[scalar, *types], operands=[start, *carried], regions=2
-    )
-    condition = loop.regions[0].blocks.append(scalar, *types)
-    with ir.InsertionPoint(condition):
-        bound = hlo.scalar_constant(-1 if reverse else steps, i64, location)
-        direction = "GT" if reverse else "LT"
-        ir.Operation.create(
-            "stablehlo.return", operands=[hlo.compare(direction, condition.arguments[0], bound)]
-        )
-    body = loop.regions[1].blocks.append(scalar, *types)
-    with ir.InsertionPoint(body):
-        k, *values = body.arguments
-        next_values = step(k, *values)
-        delta = hlo.scalar_constant(-1 if reverse else 1, i64, location)
-        next_k = create_value("stablehlo.add", [k, delta], scalar)
-        ir.Operation.create("stablehlo.return", operands=[next_k, *next_values])
-    return list(loop.results)[1:]
-
-
 def lower_geqrf(op: ir.Operation) -> None:
     """``?geqrf``: R in the upper triangle, the Householder vectors below it, and tau.
 
@@ -620,8 +565,8 @@ def lower_geqrf(op: ir.Operation) -> None:
     with location, ir.InsertionPoint(op):
         element = taus_type.element_type
         no_taus = hlo.zeros(list(taus_type.shape), element, location)
-        result, taus = _column_loop(
-            op,
+        result, taus = hlo.counted_loop(
+            op.location,
             [matrix, no_taus],
             min(shape[-2:]),
             lambda j, a, t: list(_geqrf_step(a, t, j, location)),
@@ -667,7 +612,7 @@ def _orgqr(op: ir.Operation, reflectors: ir.Value, taus: ir.Value) -> ir.Value:
         )
         return [create_value("stablehlo.subtract", [q, update], q.type)]
 
-    (q,) = _column_loop(op, [identity], steps, apply, reverse=True)
+    (q,) = hlo.counted_loop(op.location, [identity], steps, apply, reverse=True)
     return q
 
 
@@ -965,7 +910,7 @@ def _jacobi_sweeps(op, values: list[ir.Value], n: int, rotate, unconverged) -> l
     body = loop.regions[1].blocks.append(scalar, *types)
     with ir.InsertionPoint(body):
         sweep, *current = body.arguments
-        rotated = _column_loop(op, list(current), len(pairs), one_pair)
+        rotated = hlo.counted_loop(op.location, list(current), len(pairs), one_pair)
         next_sweep = create_value(
             "stablehlo.add", [sweep, hlo.scalar_constant(1, i64, location)], scalar
         )
@@ -1126,8 +1071,8 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
     )
     taus_shape = [*batch, m]
     no_taus = hlo.zeros(taus_shape, element, location)
-    reflectors, taus = _column_loop(
-        op, [stacked, no_taus], m, lambda j, x, t: list(_geqrf_step(x, t, j, location))
+    reflectors, taus = hlo.counted_loop(
+        op.location, [stacked, no_taus], m, lambda j, x, t: list(_geqrf_step(x, t, j, location))
     )
     q = _orgqr(op, _slice_columns(reflectors, m), taus)
     square = [*batch, m, m]

@@ -162,30 +162,15 @@ def _blocked_lower_factor(a: ir.Value, location: ir.Location) -> ir.Value:
     a_type = ir.RankedTensorType(a.type)
     shape = list(a_type.shape)
     i64 = ir.IntegerType.get_signless(64)
-    scalar = hlo.tensor_type([], i64)
     blocks, rest = divmod(shape[-1], BLOCK)
     factor = hlo.zeros(shape, a_type.element_type, location)
-    loop = ir.Operation.create(
-        "stablehlo.while",
-        results=[scalar, a.type, a.type],
-        operands=[hlo.scalar_constant(0, i64, location), a, factor],
-        regions=2,
-    )
-    condition = loop.regions[0].blocks.append(scalar, a.type, a.type)
-    with ir.InsertionPoint(condition):
-        count = hlo.scalar_constant(blocks, i64, location)
-        more = hlo.compare("LT", condition.arguments[0], count)
-        ir.Operation.create("stablehlo.return", operands=[more])
-    body = loop.regions[1].blocks.append(scalar, a.type, a.type)
-    with ir.InsertionPoint(body):
-        index, current, partial = body.arguments
+
+    def block(index: ir.Value, current: ir.Value, partial: ir.Value) -> list[ir.Value]:
         size = hlo.scalar_constant(BLOCK, i64, location)
-        start = create_value("stablehlo.multiply", [index, size], scalar)
-        current, partial = _blocked_step(current, partial, start, BLOCK, location)
-        one = hlo.scalar_constant(1, i64, location)
-        following = create_value("stablehlo.add", [index, one], scalar)
-        ir.Operation.create("stablehlo.return", operands=[following, current, partial])
-    _, a, factor = loop.results
+        start = create_value("stablehlo.multiply", [index, size], index.type)
+        return list(_blocked_step(current, partial, start, BLOCK, location))
+
+    a, factor = hlo.counted_loop(location, [a, factor], blocks, block)
     if rest:
         start = hlo.scalar_constant(blocks * BLOCK, i64, location)
         _, factor = _blocked_step(a, factor, start, rest, location)

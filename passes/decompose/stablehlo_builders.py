@@ -141,3 +141,38 @@ def triangular_solve(
         unit_diagonal=ir.BoolAttr.get(unit_diagonal),
         transpose_a=ir.Attribute.parse(f"#stablehlo<transpose {transpose}>"),
     )
+
+
+def counted_loop(
+    location: ir.Location,
+    carried: list[ir.Value],
+    steps: int,
+    step,  # (k, *carried) -> list of next carried values
+    reverse: bool = False,
+) -> list[ir.Value]:
+    """``carried`` after ``step`` ran for k = 0 .. steps-1 (or down from steps-1), in a stablehlo.while.
+
+    k is a tensor<i64>; counting up, shlo-lower-control-flow makes the loop an scf.for.
+    """
+    i64 = ir.IntegerType.get_signless(64)
+    scalar = tensor_type([], i64)
+    types = [v.type for v in carried]
+    start = scalar_constant(steps - 1 if reverse else 0, i64, location)
+    loop = ir.Operation.create(
+        "stablehlo.while", results=[scalar, *types], operands=[start, *carried], regions=2
+    )
+    condition = loop.regions[0].blocks.append(scalar, *types)
+    with ir.InsertionPoint(condition):
+        bound = scalar_constant(-1 if reverse else steps, i64, location)
+        direction = "GT" if reverse else "LT"
+        ir.Operation.create(
+            "stablehlo.return", operands=[compare(direction, condition.arguments[0], bound)]
+        )
+    body = loop.regions[1].blocks.append(scalar, *types)
+    with ir.InsertionPoint(body):
+        k, *values = body.arguments
+        next_values = step(k, *values)
+        delta = scalar_constant(-1 if reverse else 1, i64, location)
+        next_k = create_value("stablehlo.add", [k, delta], scalar)
+        ir.Operation.create("stablehlo.return", operands=[next_k, *next_values])
+    return list(loop.results)[1:]

@@ -569,6 +569,20 @@ def _vectorize_conv_tiles(op_name: str, decompose: bool) -> str:
     )
 
 
+def _channel_tiles(loops: int) -> str:
+    """%tile's input channels (its last loop) in steps of CONV_CHANNEL_TILE: %ktile, %kloop.
+
+    Outside the register tiles, so that a (filter taps x channel tile x oc)
+    slice of the filter stays in L1 across the thread tile's columns.
+    """
+    any_op = "!transform.any_op"
+    sizes = [0] * (loops - 1) + [CONV_CHANNEL_TILE]
+    return (
+        f"  %ktile, %kloop = transform.structured.tile_using_for %tile"
+        f" tile_sizes {sizes_text(sizes)} : ({any_op}) -> ({any_op}, {any_op})\n"
+    )
+
+
 def _vectorize_conv_2d(
     action: str, op_name: str, reductions: int, thread_rows: int, register_tile: tuple[int, int]
 ) -> str:
@@ -587,21 +601,16 @@ def _vectorize_conv_2d(
     loops = 4 + reductions
     steps = ", ".join(["1"] * reductions)
     # The input channels (not a depthwise one's) outside the register tiles, as 1-D.
-    channel_tiles = (
-        f"  %ktile, %kloop = transform.structured.tile_using_for %tile"
-        f" tile_sizes [0, 0, 0, 0, 0, 0, {CONV_CHANNEL_TILE}]"
-        f" : ({any_op}) -> ({any_op}, {any_op})\n"
-        if reductions == 3
-        else f"  %ktile = transform.cast %tile : {any_op} to {any_op}\n"
-    )
+    has_channels = reductions == 3
     return (
         f"transform.named_sequence @{action}(%op: {any_op} {{transform.consumed}}) {{\n"
         f"  %tile, %forall = transform.structured.tile_using_forall %op"
         f" tile_sizes [1, {thread_rows}] : ({any_op}) -> ({any_op}, {any_op})\n"
         f'  transform.annotate %forall "{CONTRACTION_TILES}" : {any_op}\n'
-        + channel_tiles
+        + (_channel_tiles(loops) if has_channels else "")
         # n, oh, ow, oc, then the reductions kh, kw (and ic).
-        + f"  %reg, %loops:{loops} = transform.structured.tile_using_for %ktile"
+        + f"  %reg, %loops:{loops} = transform.structured.tile_using_for"
+        f" {'%ktile' if has_channels else '%tile'}"
         f" tile_sizes [1, 1, {ow}, {oc}, {steps}]"
         f" : ({any_op}) -> ({', '.join([any_op] * (loops + 1))})\n"
         + _peel("%loops#3", PARTIAL_CHANNELS)
@@ -630,12 +639,9 @@ def _vectorize_conv_1d(
         f"  %tile, %forall = transform.structured.tile_using_forall %op"
         f" tile_sizes [1, {thread_columns}] : ({any_op}) -> ({any_op}, {any_op})\n"
         f'  transform.annotate %forall "{CONTRACTION_TILES}" : {any_op}\n'
-        # The input channels outside the register tiles: a (kw x ic tile x oc)
-        # slice of the filter stays in L1 across the thread tile's columns.
-        f"  %ktile, %kloop = transform.structured.tile_using_for %tile"
-        f" tile_sizes [0, 0, 0, 0, {CONV_CHANNEL_TILE}] : ({any_op}) -> ({any_op}, {any_op})\n"
+        + _channel_tiles(5)
         # n, ow, oc, then the reductions kw and ic.
-        f"  %reg, %loops:5 = transform.structured.tile_using_for %ktile"
+        + f"  %reg, %loops:5 = transform.structured.tile_using_for %ktile"
         f" tile_sizes [1, {ow}, {oc}, 1, 1] : ({any_op}) -> ({', '.join([any_op] * 6)})\n"
         + _peel("%loops#2", PARTIAL_CHANNELS)
         + _peel("%loops#1", PARTIAL_COLUMNS)
