@@ -73,7 +73,7 @@ _PASS_CLASSES = {
     "shlo-precise-libm-calls": "cpu.precise_libm_calls:PreciseLibmCallsPass",
     "shlo-read-only-arguments": "linalg.read_only_arguments:ReadOnlyArgumentsPass",
     "shlo-prefetch-matmul-rows": "cpu.prefetch_matmul_rows:PrefetchMatmulRowsPass",
-    "shlo-prefetch-next-block": "cpu.prefetch_next_block:PrefetchNextBlockPass",
+    "shlo-prefetch-ahead": "cpu.prefetch_ahead:PrefetchAheadPass",
     "shlo-reciprocal-division": "cpu.reciprocal_division:ReciprocalDivisionPass",
     "shlo-remove-dynamism": "frontend.remove_dynamism:RemoveDynamismPass",
     "shlo-remove-fusion-fences": "linalg.remove_fusion_fences:RemoveFusionFencesPass",

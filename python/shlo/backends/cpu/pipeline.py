@@ -111,9 +111,9 @@ class CodegenStrategy:
             "shlo-reciprocal-division",
             # Weights read by a matmul's register tiles arrive before the FMAs need them.
             "shlo-prefetch-matmul-rows",
-            # A softmax's or layernorm's later passes over a block of rows
-            # compute from cache while the next block streams in.
-            "shlo-prefetch-next-block",
+            # Loops that compute much per vector (an exp chain, a softmax's
+            # exp pass) prefetch the data they read next.
+            "shlo-prefetch-ahead",
             # One function per distinct loop nest: LLVM compiles a repeated
             # layer once.
             "shlo-outline-kernels",

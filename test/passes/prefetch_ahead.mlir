@@ -1,4 +1,4 @@
-// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-prefetch-next-block)' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-prefetch-ahead)' | FileCheck %s
 
 // Each step of the forall reads its block of two rows of %x twice: a max,
 // then a pass that computes 16 vector ops per vector read. That pass
@@ -147,6 +147,116 @@ func.func @one_pass(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %m: memref<2xf
       %r1 = vector.reduction <maximumf>, %s : vector<16xf32> into f32
       memref.store %r1, %m[%r] : memref<2xf32>
     }
+  }
+  return
+}
+
+// -----
+
+// A stream: the one loop that reads %x computes 16 vector ops per vector it
+// reads. It prefetches the line 4 KB (1024 floats) further on, clamped to the
+// last element, of %x for reading and of %y, which it writes, for writing.
+// CHECK-LABEL: func @stream
+// CHECK-SAME: (%[[X:.+]]: memref<4096xf32>, %[[Y:.+]]: memref<4096xf32>
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to
+// CHECK: %[[AHEAD:.+]] = arith.constant 1024 : index
+// CHECK: %[[AT:.+]] = arith.addi %[[I]], %[[AHEAD]]
+// CHECK: %[[LAST:.+]] = arith.constant 4095 : index
+// CHECK: %[[CLAMPED:.+]] = arith.minui %[[AT]], %[[LAST]]
+// CHECK: memref.prefetch %[[X]][%[[CLAMPED]]], read, locality<2>, data
+// CHECK: memref.prefetch %[[Y]][%{{.+}}], write, locality<2>, data
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @stream(%x: memref<4096xf32>, %y: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %p = ub.poison : f32
+  scf.for %i = %c0 to %c4096 step %c16 {
+    %v = memref.subview %x[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %w = memref.subview %y[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %e0 = vector.transfer_read %v[%c0], %p {in_bounds = [true]} : memref<16xf32, strided<[1], offset: ?>>, vector<16xf32>
+    %e1 = math.exp %e0 : vector<16xf32>
+    %e2 = math.exp %e1 : vector<16xf32>
+    %e3 = math.exp %e2 : vector<16xf32>
+    %e4 = math.exp %e3 : vector<16xf32>
+    %e5 = math.exp %e4 : vector<16xf32>
+    %e6 = math.exp %e5 : vector<16xf32>
+    %e7 = math.exp %e6 : vector<16xf32>
+    %e8 = math.exp %e7 : vector<16xf32>
+    %e9 = math.exp %e8 : vector<16xf32>
+    %e10 = math.exp %e9 : vector<16xf32>
+    %e11 = math.exp %e10 : vector<16xf32>
+    %e12 = math.exp %e11 : vector<16xf32>
+    %e13 = math.exp %e12 : vector<16xf32>
+    %e14 = math.exp %e13 : vector<16xf32>
+    %e15 = math.exp %e14 : vector<16xf32>
+    %e16 = math.exp %e15 : vector<16xf32>
+    vector.transfer_write %e16, %w[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32, strided<[1], offset: ?>>
+  }
+  return
+}
+
+// -----
+
+// A stream loop that mostly loads keeps memory busy itself: no prefetches.
+// CHECK-LABEL: func @light_stream
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @light_stream(%x: memref<4096xf32>, %y: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %p = ub.poison : f32
+  scf.for %i = %c0 to %c4096 step %c16 {
+    %v = memref.subview %x[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %w = memref.subview %y[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %e0 = vector.transfer_read %v[%c0], %p {in_bounds = [true]} : memref<16xf32, strided<[1], offset: ?>>, vector<16xf32>
+    %e1 = math.exp %e0 : vector<16xf32>
+    %e2 = math.exp %e1 : vector<16xf32>
+    vector.transfer_write %e2, %w[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32, strided<[1], offset: ?>>
+  }
+  return
+}
+
+// -----
+
+// A second loop reads %x again: not a stream (the blocks' case, where the
+// buffers are views of a forall's block).
+// CHECK-LABEL: func @read_twice
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @read_twice(%x: memref<4096xf32>, %y: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %p = ub.poison : f32
+  scf.for %i = %c0 to %c4096 step %c16 {
+    %v = memref.subview %x[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %w = memref.subview %y[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %e0 = vector.transfer_read %v[%c0], %p {in_bounds = [true]} : memref<16xf32, strided<[1], offset: ?>>, vector<16xf32>
+    %e1 = math.exp %e0 : vector<16xf32>
+    %e2 = math.exp %e1 : vector<16xf32>
+    %e3 = math.exp %e2 : vector<16xf32>
+    %e4 = math.exp %e3 : vector<16xf32>
+    %e5 = math.exp %e4 : vector<16xf32>
+    %e6 = math.exp %e5 : vector<16xf32>
+    %e7 = math.exp %e6 : vector<16xf32>
+    %e8 = math.exp %e7 : vector<16xf32>
+    %e9 = math.exp %e8 : vector<16xf32>
+    %e10 = math.exp %e9 : vector<16xf32>
+    %e11 = math.exp %e10 : vector<16xf32>
+    %e12 = math.exp %e11 : vector<16xf32>
+    %e13 = math.exp %e12 : vector<16xf32>
+    %e14 = math.exp %e13 : vector<16xf32>
+    %e15 = math.exp %e14 : vector<16xf32>
+    %e16 = math.exp %e15 : vector<16xf32>
+    vector.transfer_write %e16, %w[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32, strided<[1], offset: ?>>
+  }
+  scf.for %i = %c0 to %c4096 step %c16 {
+    %v = memref.subview %x[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %a = vector.transfer_read %v[%c0], %p {in_bounds = [true]} : memref<16xf32, strided<[1], offset: ?>>, vector<16xf32>
+    vector.transfer_write %a, %v[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32, strided<[1], offset: ?>>
   }
   return
 }
