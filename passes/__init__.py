@@ -74,6 +74,7 @@ _PASS_CLASSES = {
     "shlo-read-only-arguments": "linalg.read_only_arguments:ReadOnlyArgumentsPass",
     "shlo-prefetch-matmul-rows": "cpu.prefetch_matmul_rows:PrefetchMatmulRowsPass",
     "shlo-prefetch-ahead": "cpu.prefetch_ahead:PrefetchAheadPass",
+    "shlo-store-booleans-as-bytes": "linalg.store_booleans_as_bytes:StoreBooleansAsBytesPass",
     "shlo-reciprocal-division": "cpu.reciprocal_division:ReciprocalDivisionPass",
     "shlo-remove-dynamism": "frontend.remove_dynamism:RemoveDynamismPass",
     "shlo-remove-fusion-fences": "linalg.remove_fusion_fences:RemoveFusionFencesPass",

@@ -418,3 +418,18 @@ def test_matmul_kernels_prefetch_the_weight_they_read_next(transposed: bool) -> 
     prefetched = re.findall(r"memref.prefetch .*, read, locality<2>, data : (memref<\w+>)", ir)
     assert prefetched and set(prefetched) == {f"memref<{w.shape[0]}x{w.shape[1]}xf32>"}
     check(linear, x, w, threads=2, rtol=1e-5)
+
+
+def test_a_mask_read_by_two_kernels_is_bytes_that_both_vectorize() -> None:
+    # One mask broadcast into two kernels stays an array between them: i8,
+    # which the readers load as vectors (an i1 array would keep them scalar
+    # loops). A mask the function returns is still numpy's bools.
+    def where_twice(a, x, y):
+        m = a > 0
+        return jnp.where(m[:, None], x, 0.0), jnp.where(m[:, None], 1.0, y * 2)
+
+    args = (floats(300), floats(300, 70), floats(300, 70))
+    ir = tensor_codegen_ir(where_twice, *args)
+    assert re.search(r"vector<\d+xi8>", ir) and not re.search(r"tensor<\d+xi1>", ir)
+    check(where_twice, *args, threads=2)
+    check(lambda a, x, y: (*where_twice(a, x, y), a > 0), *args, threads=2)

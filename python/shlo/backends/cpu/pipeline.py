@@ -83,6 +83,8 @@ class CodegenStrategy:
                 # After fusion: an elementwise op's result takes the buffer of
                 # an input that dies there.
                 "shlo-write-over-dead-inputs",
+                # Masks read by several kernels: bytes that both vectorize.
+                "shlo-store-booleans-as-bytes",
                 # Each distinct kernel is planned, transformed, bufferized and
                 # lowered to loops once, in its own small function.
                 "shlo-outline-tensor-kernels",
