@@ -35,6 +35,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import attribute_dict, is_static, ops_named
 from shlo.pass_framework import Pass
+from shlo.passes.decompose import stablehlo_builders as hlo
 
 _FIELD = re.compile(r"(\w+_dimensions)\s*=\s*\[([^\]]*)\]")
 
@@ -54,30 +55,6 @@ def _numbers_attr(batched: bool) -> ir.Attribute:
     else:
         fields = "lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]"
     return ir.Attribute.parse(f"#stablehlo.dot<{fields}>")
-
-
-def _transpose(value: ir.Value, permutation: list[int]) -> ir.Value:
-    if permutation == sorted(permutation):
-        return value
-    type_ = ir.RankedTensorType(value.type)
-    shape = [type_.shape[p] for p in permutation]
-    return ir.Operation.create(
-        "stablehlo.transpose",
-        results=[ir.RankedTensorType.get(shape, type_.element_type)],
-        operands=[value],
-        attributes={"permutation": ir.DenseI64ArrayAttr.get(permutation)},
-    ).result
-
-
-def _reshape(value: ir.Value, shape: list[int]) -> ir.Value:
-    type_ = ir.RankedTensorType(value.type)
-    if list(type_.shape) == shape:
-        return value
-    return ir.Operation.create(
-        "stablehlo.reshape",
-        results=[ir.RankedTensorType.get(shape, type_.element_type)],
-        operands=[value],
-    ).result
 
 
 def canonicalize_dot(op: ir.Operation) -> None:
@@ -117,8 +94,8 @@ def canonicalize_dot(op: ir.Operation) -> None:
     attributes = attribute_dict(op)
     attributes["dot_dimension_numbers"] = _numbers_attr(bool(lhs_batch))
     with op.location, ir.InsertionPoint(op):
-        lhs = _reshape(_transpose(lhs, lhs_batch + lhs_free + lhs_contract), lhs_canonical)
-        rhs = _reshape(_transpose(rhs, rhs_batch + rhs_contract + rhs_free), rhs_canonical)
+        lhs = hlo.reshape(hlo.transpose(lhs, lhs_batch + lhs_free + lhs_contract), lhs_canonical)
+        rhs = hlo.reshape(hlo.transpose(rhs, rhs_batch + rhs_contract + rhs_free), rhs_canonical)
         dot = ir.Operation.create(
             "stablehlo.dot_general",
             results=[ir.RankedTensorType.get([*lead, m, n], result_type.element_type)],
@@ -126,7 +103,7 @@ def canonicalize_dot(op: ir.Operation) -> None:
             attributes=attributes,
         ).result
         # The result's dims are already (batch, lhs free, rhs free).
-        replacement = _reshape(dot, list(result_type.shape))
+        replacement = hlo.reshape(dot, list(result_type.shape))
     result.replace_all_uses_with(replacement)
     op.erase()
 

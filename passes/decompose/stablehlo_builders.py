@@ -111,17 +111,30 @@ def conj(value: ir.Value) -> ir.Value:
     return create_value("stablehlo.complex", [part("real", value), imaginary], value.type)
 
 
-def transpose_last(value: ir.Value) -> ir.Value:
+def transpose(value: ir.Value, permutation: list[int]) -> ir.Value:
+    """``value`` with its dimensions in the order ``permutation``; ``value`` if unchanged."""
+    if permutation == sorted(permutation):
+        return value
     value_type = ir.RankedTensorType(value.type)
-    shape = list(value_type.shape)
-    rank = len(shape)
-    permutation = [*range(rank - 2), rank - 1, rank - 2]
     return create_value(
         "stablehlo.transpose",
         [value],
-        tensor_type([shape[d] for d in permutation], value_type.element_type),
+        tensor_type([value_type.shape[d] for d in permutation], value_type.element_type),
         permutation=ir.DenseI64ArrayAttr.get(permutation),
     )
+
+
+def reshape(value: ir.Value, shape: list[int]) -> ir.Value:
+    """``value`` reshaped to ``shape``; ``value`` if it has that shape."""
+    value_type = ir.RankedTensorType(value.type)
+    if list(value_type.shape) == shape:
+        return value
+    return create_value("stablehlo.reshape", [value], tensor_type(shape, value_type.element_type))
+
+
+def transpose_last(value: ir.Value) -> ir.Value:
+    rank = ir.RankedTensorType(value.type).rank
+    return transpose(value, [*range(rank - 2), rank - 1, rank - 2])
 
 
 def adjoint(value: ir.Value) -> ir.Value:
