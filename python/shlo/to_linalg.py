@@ -33,6 +33,9 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-saturate-float-to-int",
     "shlo-lower-complex-bitcast",
     "shlo-lower-complex-cbrt",
+    # 3-D convolutions: sums of 2-D ones, which the recipes take (before the
+    # grouped split, which then sees 2-D ones).
+    "shlo-split-spatial-convolutions",
     # Grouped convolutions are scalar loops as upstream lowers them.
     "shlo-split-grouped-convolutions",
     "shlo-normalize-dot-general",
