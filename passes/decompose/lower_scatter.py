@@ -9,6 +9,15 @@ element, as the StableHLO spec and its interpreter do), and otherwise runs the
 update computation, moved inline, on 0-d tensors. Loops carry unsigned
 tensors bitcast to signless, and read indices converted to i64.
 
+Whole rows at once: when the updates' last dimension is a window over all
+of the result's last dimension, which no index moves, and the update
+computation is elementwise ops on its two arguments (a scatter-add, -max,
+...), the loops stop one dimension short, one bounds check covers the row,
+and the computation runs on the row as 1-D slices, which vectorize.
+``jax.ops.segment_sum`` of [100000, 16] into 1000 segments: 0.92 -> 0.30
+ms (XLA 0.32; with ``eliminate-empty-tensors``, without which each row's
+result was a fresh buffer copied back: 4.1 ms).
+
   %0 = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<
       inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
   ^bb0(%a: tensor<f32>, %b: tensor<f32>):
@@ -39,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from shlo._mlir_compat import arith, ir, scf, tensor
-from shlo.ir_utils import index_constant, is_static, ops_named
+from shlo.ir_utils import attribute_dict, index_constant, is_static, ops_named
 from shlo.pass_framework import Pass, PassError
 
 _DIMENSION_FIELD = re.compile(r"(\w+)\s*=\s*(\[[^\]]*\]|-?\d+)")
@@ -79,6 +88,13 @@ def _storage_type(element: ir.Type) -> ir.Type:
     if isinstance(element, ir.IntegerType) and element.is_unsigned:
         return ir.IntegerType.get_signless(element.width)
     return element
+
+
+# Elementwise ops a whole-row update may apply (a scatter-add, -mul, -max...).
+_ROW_OPS = frozenset(
+    f"stablehlo.{name}"
+    for name in ("add", "multiply", "maximum", "minimum", "subtract", "and", "or", "xor")
+)
 
 
 def _tensor_type(shape: list[int], element: ir.Type) -> ir.RankedTensorType:
@@ -135,6 +151,7 @@ class _ScatterLowering:
         self.scatter_dims = [
             d for d in range(len(self.update_shape)) if d not in self.dims.update_window_dims
         ]
+        self.row_ops = self._row_computation()
 
     def lower(self) -> None:
         count = len(self.inputs)
@@ -162,6 +179,8 @@ class _ScatterLowering:
 
     def _loops(self, dim: int, ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
         """Loops over update dimensions ``dim``.. in row-major order, then the body."""
+        if self.row_ops is not None and dim == len(self.update_shape) - 1:
+            return self._row_body(ivs, carried)
         if dim == len(self.update_shape):
             return self._body(ivs, carried)
         loop = scf.ForOp(
@@ -173,6 +192,105 @@ class _ScatterLowering:
             )
             scf.YieldOp(inner)
         return list(loop.results)
+
+    def _row_computation(self) -> list[ir.Operation] | None:
+        """The update computation's ops, if whole rows can be updated at once; else None.
+
+        Rows: one result and update, the updates' last dimension a window over
+        all of the result's last dimension (which no index moves, so one
+        bounds check covers the row), and a computation of elementwise ops
+        on its arguments only (no constants, which are 0-d).
+        """
+        dims, last = self.dims, len(self.update_shape) - 1
+        operand_last = len(self.operand_shape) - 1
+        if len(self.inputs) != 1 or last not in dims.update_window_dims:
+            return None
+        if self.window_dims[dims.update_window_dims.index(last)] != operand_last:
+            return None
+        if operand_last in dims.scatter_dims_to_operand_dims:
+            return None
+        if self.update_shape[last] != self.operand_shape[operand_last]:
+            return None
+        ops = [op.operation for op in self.block.operations]
+        if ops[-1].name != "stablehlo.return" or len(ops) < 2:
+            return None
+        known = set(self.block.arguments)
+        for op in ops[:-1]:
+            if op.name not in _ROW_OPS or not all(v in known for v in op.operands):
+                return None
+            known.update(op.results)
+        if self.region_types[0] != self.region_types[1]:
+            return None
+        return ops
+
+    def _row_body(self, ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
+        """Update the whole row that update ``ivs`` (all but its last index) belongs to."""
+        result_index, in_bounds = self._result_index([*ivs, index_constant(0)])
+        if in_bounds is None:
+            return self._update_row(ivs, result_index, carried)
+        branch = scf.IfOp(in_bounds, [v.type for v in carried], has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            scf.YieldOp(self._update_row(ivs, result_index, carried))
+        with ir.InsertionPoint(branch.else_block):
+            scf.YieldOp(carried)
+        return list(branch.results)
+
+    def _update_row(
+        self, ivs: list[ir.Value], result_index: list[ir.Value], carried: list[ir.Value]
+    ) -> list[ir.Value]:
+        """The computation on the row at ``result_index`` and the update row at ``ivs``."""
+        (target,) = carried
+        length = self.operand_shape[-1]
+        storage = ir.RankedTensorType(target.type).element_type
+        row_type = _tensor_type([length], storage)
+
+        def row(source: ir.Value, offsets: list[ir.Value]) -> ir.Value:
+            rank = ir.RankedTensorType(source.type).rank
+            return tensor.ExtractSliceOp(
+                row_type,
+                source,
+                offsets,
+                [],
+                [],
+                ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_size()] * rank),
+                ir.DenseI64ArrayAttr.get([1] * (rank - 1) + [length]),
+                ir.DenseI64ArrayAttr.get([1] * rank),
+            ).result
+
+        element = self.region_types[0]
+        values = {
+            self.block.arguments[0]: _cast(
+                row(target, result_index), element, "stablehlo.bitcast_convert"
+            ),
+            self.block.arguments[1]: _cast(
+                row(self.update_values[0], [*ivs, index_constant(0)]),
+                element,
+                "stablehlo.bitcast_convert",
+            ),
+        }
+        for op in self.row_ops[:-1]:
+            operands = [values[v] for v in op.operands]
+            result = ir.RankedTensorType(op.results[0].type)
+            created = ir.Operation.create(
+                op.name,
+                results=[_tensor_type([length], result.element_type)],
+                operands=operands,
+                attributes=attribute_dict(op),
+            )
+            values[op.results[0]] = created.results[0]
+        computed = _cast(values[self.row_ops[-1].operands[0]], storage, "stablehlo.bitcast_convert")
+        rank = len(self.operand_shape)
+        inserted = tensor.InsertSliceOp(
+            computed,
+            target,
+            result_index,
+            [],
+            [],
+            ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_size()] * rank),
+            ir.DenseI64ArrayAttr.get([1] * (rank - 1) + [length]),
+            ir.DenseI64ArrayAttr.get([1] * rank),
+        ).result
+        return [inserted]
 
     def _result_index(self, ivs: list[ir.Value]) -> tuple[list[ir.Value], ir.Value | None]:
         """The result index of update element ``ivs`` and whether it is in bounds (None: always)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import shlo
+from shlo.pipeline import run_pipeline
 
 
 @dataclass(frozen=True)
@@ -266,3 +267,57 @@ def test_complex_multiply_and_scalar_update() -> None:
     )
     (got,) = run(program, x, indices, updates)
     np.testing.assert_allclose(got, [1 + 1j, (2 - 1j) * (2 + 3j), 3j])
+
+
+SUBTRACT_I32 = """
+    %s = stablehlo.subtract %a0, %b0 : tensor<i32>
+    stablehlo.return %s : tensor<i32>"""
+MAX_UI16 = """
+    %s = stablehlo.maximum %a0, %b0 : tensor<ui16>
+    stablehlo.return %s : tensor<ui16>"""
+ROWS = Dims(
+    update_window_dims=(1,),
+    inserted_window_dims=(0, 1),
+    scatter_dims_to_operand_dims=(0, 1),
+    index_vector_dim=1,
+)
+
+
+@pytest.mark.parametrize(
+    ("element", "dtype", "body"),
+    [("f32", np.float32, ADD_F32), ("i32", np.int32, SUBTRACT_I32), ("ui16", np.uint16, MAX_UI16)],
+)
+def test_whole_rows_are_updated_at_once_in_update_index_order(element, dtype, body) -> None:
+    # Rows of 8 picked by two indices, some repeated, some out of bounds in
+    # either dimension: each row is one slice update (a subtraction shows
+    # the order), and skipped rows stay as they were.
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 1000, (4, 3, 8)).astype(dtype)
+    indices = np.array([[0, 1], [3, 2], [0, 1], [4, 0], [-1, 2], [2, 3], [3, 2]], np.int32)
+    updates = rng.integers(0, 1000, (7, 8)).astype(dtype)
+    program = scatter_program([(x, element)], (indices, "i32"), [(updates, element)], body, ROWS)
+    module = shlo.load_module(program)
+    run_pipeline(module, ["shlo-lower-scatter"])
+    assert "tensor.insert_slice" in str(module)
+    (got,) = run(program, x, indices, updates)
+    combine = {"f32": np.add, "i32": np.subtract, "ui16": np.maximum}[element]
+    (want,) = reference([x], indices, [updates], lambda a, b: [combine(a, b)], ROWS)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_an_update_computation_with_constants_stays_element_by_element() -> None:
+    x = np.zeros((4, 3, 8), np.int64)
+    body = """
+    %c = stablehlo.constant dense<10> : tensor<i64>
+    %m = stablehlo.multiply %a0, %c : tensor<i64>
+    %s = stablehlo.add %m, %b0 : tensor<i64>
+    stablehlo.return %s : tensor<i64>"""
+    indices = np.array([[0, 1], [3, 2]], np.int32)
+    updates = np.ones((2, 8), np.int64)
+    program = scatter_program([(x, "i64")], (indices, "i32"), [(updates, "i64")], body, ROWS)
+    module = shlo.load_module(program)
+    run_pipeline(module, ["shlo-lower-scatter"])
+    assert "tensor.insert_slice" not in str(module)
+    (got,) = run(program, x, indices, updates)
+    (want,) = reference([x], indices, [updates], lambda a, b: [a * 10 + b], ROWS)
+    np.testing.assert_array_equal(got, want)
