@@ -82,6 +82,7 @@ _PASS_CLASSES = {
     "shlo-sequential-small-foralls": "cpu.sequential_small_foralls:SequentialSmallForallsPass",
     "shlo-sink-slices": "decompose.sink_slices:SinkSlicesPass",
     "shlo-split-full-reductions": "cpu.split_full_reductions:SplitFullReductionsPass",
+    "shlo-split-transposed-convolutions": "decompose.split_transposed_convolutions:SplitTransposedConvolutionsPass",
     "shlo-split-spatial-convolutions": "decompose.split_spatial_convolutions:SplitSpatialConvolutionsPass",
     "shlo-split-grouped-convolutions": "decompose.split_grouped_convolutions:SplitGroupedConvolutionsPass",
     "shlo-simplify": "frontend.simplify:SimplifyPass",

@@ -40,12 +40,38 @@ from shlo.pass_framework import Pass
 from shlo.passes.decompose import stablehlo_builders as hlo
 
 
-def _integers(attributes: dict[str, ir.Attribute], name: str, default: list[int]) -> list[int]:
+def window_integers(
+    attributes: dict[str, ir.Attribute], name: str, default: list[int]
+) -> list[int]:
+    """A convolution's window attribute ``name`` as ints (padding: low and high per
+    dimension, flattened), or ``default`` when absent."""
     if name not in attributes:
         return default
     if name == "padding":  # a dense tensor<n x 2 x i64>, the others arrays
         return [int(v) for v in np.array(ir.DenseIntElementsAttr(attributes[name])).reshape(-1)]
     return [int(v) for v in ir.DenseI64ArrayAttr(attributes[name])]
+
+
+def canonical_orders(numbers: ConvDimensionNumbers) -> tuple[list[int], list[int], list[int]]:
+    """The permutations to the canonical layouts: input [b, s0, s1.., f], kernel
+    [k0, k1.., i, o], output [b, o0, o1.., f]."""
+    return (
+        [
+            numbers.input_batch_dimension,
+            *numbers.input_spatial_dimensions,
+            numbers.input_feature_dimension,
+        ],
+        [
+            *numbers.kernel_spatial_dimensions,
+            numbers.kernel_input_feature_dimension,
+            numbers.kernel_output_feature_dimension,
+        ],
+        [
+            numbers.output_batch_dimension,
+            *numbers.output_spatial_dimensions,
+            numbers.output_feature_dimension,
+        ],
+    )
 
 
 def _splittable(op: ir.Operation) -> bool:
@@ -58,7 +84,7 @@ def _splittable(op: ir.Operation) -> bool:
     return (
         spatial >= 3
         and batch_groups == 1
-        and _integers(attributes, "lhs_dilation", [1] * spatial)[0] == 1
+        and window_integers(attributes, "lhs_dilation", [1] * spatial)[0] == 1
         and (isinstance(element, ir.IntegerType) or str(element) in ("f32", "f64"))
         and all(shape is not None and 0 not in shape for shape in shapes)
     )
@@ -69,9 +95,9 @@ def _window_attributes(attributes: dict[str, ir.Attribute], spatial: int) -> dic
     rest: dict[str, ir.Attribute] = {}
     for name in ("window_strides", "lhs_dilation", "rhs_dilation"):
         if name in attributes:
-            rest[name] = ir.DenseI64ArrayAttr.get(_integers(attributes, name, [])[1:])
+            rest[name] = ir.DenseI64ArrayAttr.get(window_integers(attributes, name, [])[1:])
     if "padding" in attributes:
-        pairs = np.array(_integers(attributes, "padding", []), np.int64).reshape(spatial, 2)
+        pairs = np.array(window_integers(attributes, "padding", []), np.int64).reshape(spatial, 2)
         rest["padding"] = ir.DenseIntElementsAttr.get(pairs[1:])
     if "window_reversal" in attributes:
         reversal = list(ir.DenseBoolArrayAttr(attributes["window_reversal"]))[1:]
@@ -88,28 +114,13 @@ def split(op: ir.Operation) -> None:
         static_shape(value) for value in (*op.operands, op.results[0])
     )
     element = ir.RankedTensorType(op.results[0].type).element_type
-    stride = _integers(attributes, "window_strides", [1] * spatial)[0]
-    dilation = _integers(attributes, "rhs_dilation", [1] * spatial)[0]
-    low, high = _integers(attributes, "padding", [0] * 2 * spatial)[:2]
+    stride = window_integers(attributes, "window_strides", [1] * spatial)[0]
+    dilation = window_integers(attributes, "rhs_dilation", [1] * spatial)[0]
+    low, high = window_integers(attributes, "padding", [0] * 2 * spatial)[:2]
     reversed_ = (
         "window_reversal" in attributes and ir.DenseBoolArrayAttr(attributes["window_reversal"])[0]
     )
-    # Canonical layouts: input [b, s0, s1.., f], kernel [k0, k1.., i, o], output [b, o0, o1.., f].
-    lhs_order = [
-        numbers.input_batch_dimension,
-        *numbers.input_spatial_dimensions,
-        numbers.input_feature_dimension,
-    ]
-    rhs_order = [
-        *numbers.kernel_spatial_dimensions,
-        numbers.kernel_input_feature_dimension,
-        numbers.kernel_output_feature_dimension,
-    ]
-    out_order = [
-        numbers.output_batch_dimension,
-        *numbers.output_spatial_dimensions,
-        numbers.output_feature_dimension,
-    ]
+    lhs_order, rhs_order, out_order = canonical_orders(numbers)
     batch, depth = lhs_shape[lhs_order[0]], out_shape[out_order[1]]
     inner_out = [batch * depth, *(out_shape[d] for d in out_order[2:])]
     rest = list(range(1, spatial))

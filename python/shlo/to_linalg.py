@@ -33,6 +33,9 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-saturate-float-to-int",
     "shlo-lower-complex-bitcast",
     "shlo-lower-complex-cbrt",
+    # Transposed convolutions: one per output phase, without the input's
+    # dilation zeros (first: the 3-D split leaves input dilation alone).
+    "shlo-split-transposed-convolutions",
     # 3-D convolutions: sums of 2-D ones, which the recipes take (before the
     # grouped split, which then sees 2-D ones).
     "shlo-split-spatial-convolutions",
