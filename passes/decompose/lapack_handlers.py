@@ -644,23 +644,6 @@ def _hermitian_from(matrix: ir.Value, lower: bool, location: ir.Location) -> ir.
     )
 
 
-def _column_pair(
-    m: ir.Value, index: ir.Value, rank: int, location: ir.Location, columns: bool
-) -> ir.Value:
-    """Column (or row) ``index`` of every matrix of ``m``, broadcast back to ``m``'s shape."""
-    shape = list(ir.RankedTensorType(m.type).shape)
-    element = ir.RankedTensorType(m.type).element_type
-    axis = rank - 1 if columns else rank - 2
-    iota = hlo.iota(shape, axis)
-    zero = hlo.zeros(shape, element, location)
-    picked = _sum(
-        hlo.select(hlo.compare("EQ", iota, hlo.broadcast(index, shape, [])), m, zero),
-        [axis],
-        location,
-    )
-    return hlo.broadcast(picked, shape, [d for d in range(rank) if d != axis])
-
-
 def _rotation(
     app: ir.Value, aqq: ir.Value, apq: ir.Value, element: ir.Type, location: ir.Location
 ) -> tuple[ir.Value, ir.Value, ir.Value | None]:
@@ -730,68 +713,99 @@ def _rotation(
     return c, _mul(t, c), phase
 
 
-def _rotate(
-    m: ir.Value,
-    p: ir.Value,
-    q: ir.Value,
-    rotation: tuple[ir.Value, ir.Value, ir.Value | None],
+def _pairs(partner: ir.Value, shape: list[int]) -> tuple[ir.Value, ir.Value]:
+    """Per index i of the last dimension: whether i is its pair's p (i < partner[i]), and
+    whether it sits this round out (partner[i] == i); broadcast to ``shape``'s batch."""
+    n = shape[-1]
+    index = hlo.iota([n], 0)
+    is_p = hlo.broadcast(hlo.compare("LT", index, partner), shape, [len(shape) - 1])
+    alone = hlo.broadcast(hlo.compare("EQ", index, partner), shape, [len(shape) - 1])
+    return is_p, alone
+
+
+def _pair_rotation(
+    app: ir.Value,
+    aqq: ir.Value,
+    apq: ir.Value,
+    alone: ir.Value,
+    element: ir.Type,
     location: ir.Location,
-    columns: bool = True,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(c, s, g) of every pair's rotation, per index i ([..., n]) of ``element``; none
+    (c = 1, s = 0) for an index that sits the round out."""
+    zero = hlo.zeros(list(ir.RankedTensorType(apq.type).shape), element, location)
+    c, s, phase = _rotation(app, aqq, hlo.select(alone, zero, apq), element, location)
+    c, s = _as_element(c, element), _as_element(s, element)
+    g = (
+        phase
+        if phase is not None
+        else hlo.broadcast(_one(element, location), list(ir.RankedTensorType(c.type).shape), [])
+    )
+    return c, s, g
+
+
+def _apply_round(
+    m: ir.Value, partner: ir.Value, own: ir.Value, other: ir.Value, columns: bool = True
 ) -> ir.Value:
-    """``m J`` on columns (p, q), or ``J^H m`` on rows (p, q) (``columns=False``)."""
+    """``M J`` (columns) or ``J^H M`` (rows, with ``own`` and ``other`` conjugated by the
+    caller): each column (row) i becomes own[i] times itself plus other[i] times its
+    partner's."""
     m_type = ir.RankedTensorType(m.type)
     shape = list(m_type.shape)
     rank = len(shape)
-    batch_dims = list(range(rank - 2))
-    element = m_type.element_type
-    c, s, phase = rotation
-    cb = hlo.broadcast(_as_element(c, element), shape, batch_dims)
-    sb = hlo.broadcast(_as_element(s, element), shape, batch_dims)
-    at_p = _column_pair(m, p, rank, location, columns=columns)
-    at_q = _column_pair(m, q, rank, location, columns=columns)
-    if phase is not None:
-        gb = hlo.broadcast(phase, shape, batch_dims)
-        at_q = _mul(gb if columns else hlo.conj(gb), at_q)
-    new_p = create_value("stablehlo.subtract", [_mul(cb, at_p), _mul(sb, at_q)], m.type)
-    new_q = create_value("stablehlo.add", [_mul(sb, at_p), _mul(cb, at_q)], m.type)
-    index = hlo.iota(shape, rank - 1 if columns else rank - 2)
-    return hlo.select(
-        hlo.compare("EQ", index, hlo.broadcast(p, shape, [])),
-        new_p,
-        hlo.select(hlo.compare("EQ", index, hlo.broadcast(q, shape, [])), new_q, m),
-    )
-
-
-def _entry(a: ir.Value, r: ir.Value, c: ir.Value, location: ir.Location) -> ir.Value:
-    """A[..., r, c] for every batch."""
-    shape = list(ir.RankedTensorType(a.type).shape)
-    rank = len(shape)
-    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
-    at = create_value(
-        "stablehlo.and",
+    axis = rank - 1 if columns else rank - 2
+    keep = [*range(rank - 2), axis]
+    swapped = hlo.take(m, partner, axis)
+    return create_value(
+        "stablehlo.add",
         [
-            hlo.compare("EQ", rows, hlo.broadcast(r, shape, [])),
-            hlo.compare("EQ", columns, hlo.broadcast(c, shape, [])),
+            _mul(m, hlo.broadcast(own, shape, keep)),
+            _mul(swapped, hlo.broadcast(other, shape, keep)),
         ],
-        hlo.i1_type(shape),
+        m.type,
     )
-    zero = hlo.zeros(shape, ir.RankedTensorType(a.type).element_type, location)
-    return _sum(hlo.select(at, a, zero), [rank - 2, rank - 1], location)
 
 
-def _jacobi_rotation(
-    a: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
+def _coefficients(
+    is_p: ir.Value, c: ir.Value, s: ir.Value, g: ir.Value
 ) -> tuple[ir.Value, ir.Value]:
-    """One Jacobi rotation J on (p, q): A <- J^H A J zeroes A[p, q], V <- V J."""
-    element = ir.RankedTensorType(a.type).element_type
-    app, aqq, apq = _entry(a, p, p, location), _entry(a, q, q, location), _entry(a, p, q, location)
+    """Column coefficients of J = [[c, s], [-s g, c g]] on (p, q): (M J)[:, p] = c M_p -
+    s g M_q, (M J)[:, q] = s M_p + c g M_q."""
+    own = hlo.select(is_p, c, _mul(c, g))
+    other = hlo.select(is_p, create_value("stablehlo.negate", [_mul(s, g)], s.type), s)
+    return own, other
+
+
+def _jacobi_round(
+    a: ir.Value, v: ir.Value, partner: ir.Value, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """One round of disjoint rotations J: A <- J^H A J zeroes A[p, q] of every pair,
+    V <- V J."""
+    a_type = ir.RankedTensorType(a.type)
+    shape = list(a_type.shape)
+    rank = len(shape)
+    element = a_type.element_type
+    vector_shape = shape[:-1]
+    is_p, alone = _pairs(partner, vector_shape)
+    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
+    on_diagonal = hlo.compare("EQ", rows, columns)
+    zero = hlo.zeros(shape, element, location)
+    diagonal = _sum(hlo.select(on_diagonal, a, zero), [rank - 2], location)  # [..., n]
+    # A[i, partner(i)]: the diagonal of A with its columns taken in partner order.
+    across = _sum(
+        hlo.select(on_diagonal, hlo.take(a, partner, rank - 1), zero), [rank - 2], location
+    )
+    partner_diagonal = hlo.take(diagonal, partner, rank - 2)
+    app = hlo.select(is_p, diagonal, partner_diagonal)
+    aqq = hlo.select(is_p, partner_diagonal, diagonal)
+    apq = hlo.select(is_p, across, hlo.conj(across))
     if isinstance(element, ir.ComplexType):
         app, aqq = hlo.part("real", app), hlo.part("real", aqq)
-    rotation = _rotation(app, aqq, apq, element, location)
-    a1 = _rotate(a, p, q, rotation, location)
-    return _rotate(a1, p, q, rotation, location, columns=False), _rotate(
-        v, p, q, rotation, location
-    )
+    c, s, g = _pair_rotation(app, aqq, apq, alone, element, location)
+    own, other = _coefficients(is_p, c, s, g)
+    rotated = _apply_round(a, partner, own, other)
+    a = _apply_round(rotated, partner, hlo.conj(own), hlo.conj(other), columns=False)
+    return a, _apply_round(v, partner, own, other)
 
 
 def _off_diagonal_large(a: ir.Value, location: ir.Location) -> ir.Value:
@@ -863,35 +877,54 @@ def _sort_with_columns(
 
 # Jacobi sweeps stop after this many, converged or not (they converge
 # quadratically: a few sweeps for the sizes jax programs factor on a CPU).
+# Rounds of disjoint rotations instead of one rotation per step (which cost
+# whole-matrix ops each): eigh of 128 x 128 f32 9.7 s -> 0.44 s, svd of
+# 128 x 96 0.59 -> 0.13 s (XLA's LAPACK: 0.8 and 0.7 ms).
 MAX_SWEEPS = 50
 
 
+def _round_robin(n: int) -> np.ndarray:
+    """Partners [rounds, n]: every round pairs each index with another (or with itself,
+    for n odd, sitting out), and every pair meets once in n (or n - 1) rounds."""
+    players = n + n % 2
+    table = []
+    for r in range(players - 1):
+        turn = [*range(1 + r, players), *range(1, 1 + r)]
+        order = [0, *turn]
+        partner = list(range(players))
+        for k in range(players // 2):
+            first, second = order[k], order[players - 1 - k]
+            partner[first], partner[second] = second, first
+        table.append([q if q < n else i for i, q in enumerate(partner[:n])])
+    return np.array(table, np.int64)
+
+
 def _jacobi_sweeps(op, values: list[ir.Value], n: int, rotate, unconverged) -> list[ir.Value]:
-    """``values`` after sweeps of ``rotate(*values, p, q, location)`` over every pair p < q.
+    """``values`` after sweeps of ``rotate(*values, partner, location)`` over the rounds of
+    a round-robin: each round rotates n / 2 disjoint pairs at once, in whole-matrix ops.
 
     Sweeps run while ``unconverged(*values)`` (an i1 scalar) holds, at most
-    MAX_SWEEPS; the pairs come from a constant table, one per iteration.
+    MAX_SWEEPS; the rounds' partners come from a constant table, a row per
+    iteration.
     """
-    pairs = [(p, q) for p in range(n) for q in range(p + 1, n)]
-    if not pairs:
+    if n < 2:
         return values
     location = op.location
     i64 = ir.IntegerType.get_signless(64)
+    rounds = _round_robin(n)
     table = create_constant(
-        np.array(pairs), ir.RankedTensorType.get([len(pairs), 2], i64), location
+        rounds, ir.RankedTensorType.get(list(rounds.shape), i64), location
     ).result
 
-    def one_pair(r: ir.Value, *current: ir.Value) -> list[ir.Value]:
-        index = []
-        for column in range(2):
-            slot = create_value(
-                "stablehlo.dynamic_slice",
-                [table, r, hlo.scalar_constant(column, i64, location)],
-                hlo.tensor_type([1, 1], i64),
-                slice_sizes=ir.DenseI64ArrayAttr.get([1, 1]),
-            )
-            index.append(create_value("stablehlo.reshape", [slot], hlo.tensor_type([], i64)))
-        return list(rotate(*current, index[0], index[1], location))
+    def one_round(r: ir.Value, *current: ir.Value) -> list[ir.Value]:
+        row = create_value(
+            "stablehlo.dynamic_slice",
+            [table, r, hlo.scalar_constant(0, i64, location)],
+            hlo.tensor_type([1, n], i64),
+            slice_sizes=ir.DenseI64ArrayAttr.get([1, n]),
+        )
+        partner = create_value("stablehlo.reshape", [row], hlo.tensor_type([n], i64))
+        return list(rotate(*current, partner, location))
 
     scalar = hlo.tensor_type([], i64)
     types = [v.type for v in values]
@@ -910,7 +943,7 @@ def _jacobi_sweeps(op, values: list[ir.Value], n: int, rotate, unconverged) -> l
     body = loop.regions[1].blocks.append(scalar, *types)
     with ir.InsertionPoint(body):
         sweep, *current = body.arguments
-        rotated = hlo.counted_loop(op.location, list(current), len(pairs), one_pair)
+        rotated = hlo.counted_loop(op.location, list(current), len(rounds), one_round)
         next_sweep = create_value(
             "stablehlo.add", [sweep, hlo.scalar_constant(1, i64, location)], scalar
         )
@@ -921,9 +954,11 @@ def _jacobi_sweeps(op, values: list[ir.Value], n: int, rotate, unconverged) -> l
 def lower_syevd(op: ir.Operation) -> None:
     """``?syevd``/``?heevd``: eigenvectors (columns) and ascending eigenvalues of a Hermitian matrix.
 
-    Cyclic Jacobi: sweeps of one rotation per pair (p < q), each zeroing
-    A[p, q], until every matrix's off-diagonal norm is below eps times its
-    norm (at most 50 sweeps); then the eigenvalues are sorted, and the
+    Parallel Jacobi: sweeps of rounds of a round-robin, each round rotating
+    n / 2 disjoint pairs (p, q) at once to zero their A[p, q] (a gather of
+    the partners' columns and rows and elementwise ops: O(n^2) per round),
+    until every matrix's off-diagonal norm is below eps times its norm (at
+    most 50 sweeps); then the eigenvalues are sorted, and the
     vectors with them. Only the ``uplo`` triangle is read, as LAPACK.
     Eigenvectors are unique up to a phase, which may differ from LAPACK's.
     ``info`` is 0.
@@ -941,7 +976,7 @@ def lower_syevd(op: ir.Operation) -> None:
         zero = hlo.zeros(shape, element, location)
         identity = _identity(shape, element, location)
         a, vectors = _jacobi_sweeps(
-            op, [a, identity], n, _jacobi_rotation, lambda a, v: _off_diagonal_large(a, location)
+            op, [a, identity], n, _jacobi_round, lambda a, v: _off_diagonal_large(a, location)
         )
         diagonal_values = _sum(
             hlo.select(hlo.compare("EQ", rows, columns), a, zero), [rank - 2], location
@@ -957,32 +992,29 @@ def lower_syevd(op: ir.Operation) -> None:
     lower_with(op, [ordered, sorted_values, info])
 
 
-def _one_sided_rotation(
-    w: ir.Value, v: ir.Value, p: ir.Value, q: ir.Value, location: ir.Location
+def _one_sided_round(
+    w: ir.Value, v: ir.Value, partner: ir.Value, location: ir.Location
 ) -> tuple[ir.Value, ir.Value]:
-    """The rotation of columns (p, q) of W (and V) that makes them orthogonal (Hestenes)."""
+    """The rotations of every pair of columns (p, q) of a round that make them orthogonal
+    (Hestenes), applied to W and V."""
     w_type = ir.RankedTensorType(w.type)
     shape = list(w_type.shape)
     rank = len(shape)
     element = w_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
-    columns = hlo.iota(shape, rank - 1)
-    zero = hlo.zeros(shape, element, location)
-
-    def column(index: ir.Value) -> ir.Value:  # [..., m]
-        chosen = hlo.compare("EQ", columns, hlo.broadcast(index, shape, []))
-        return _sum(hlo.select(chosen, w, zero), [rank - 1], location)
-
-    col_p, col_q = column(p), column(q)
-
-    def norm2(col: ir.Value) -> ir.Value:
-        col_shape = list(ir.RankedTensorType(col.type).shape)
-        magnitude = create_value("stablehlo.abs", [col], hlo.tensor_type(col_shape, real))
-        return _sum(_mul(magnitude, magnitude), [rank - 2], location)
-
-    gamma = _sum(_mul(hlo.conj(col_p), col_q), [rank - 2], location)
-    rotation = _rotation(norm2(col_p), norm2(col_q), gamma, element, location)
-    return _rotate(w, p, q, rotation, location), _rotate(v, p, q, rotation, location)
+    vector_shape = [*shape[:-2], shape[-1]]
+    is_p, alone = _pairs(partner, vector_shape)
+    magnitude = create_value("stablehlo.abs", [w], hlo.tensor_type(shape, real))
+    norms = _sum(_mul(magnitude, magnitude), [rank - 2], location)  # [..., n]
+    partner_norms = hlo.take(norms, partner, rank - 2)
+    # <column i, its partner's column>: gamma for p, conj(gamma) for q.
+    across = _sum(_mul(hlo.conj(w), hlo.take(w, partner, rank - 1)), [rank - 2], location)
+    app = hlo.select(is_p, norms, partner_norms)
+    aqq = hlo.select(is_p, partner_norms, norms)
+    gamma = hlo.select(is_p, across, hlo.conj(across))
+    c, s, g = _pair_rotation(app, aqq, gamma, alone, element, location)
+    own, other = _coefficients(is_p, c, s, g)
+    return _apply_round(w, partner, own, other), _apply_round(v, partner, own, other)
 
 
 def _identity(shape: list[int], element: ir.Type, location: ir.Location) -> ir.Value:
@@ -1025,7 +1057,7 @@ def _svd_tall(op: ir.Operation, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
         )
 
     w, v = _jacobi_sweeps(
-        op, [a, _identity([*batch, n, n], element, location)], n, _one_sided_rotation, unconverged
+        op, [a, _identity([*batch, n, n], element, location)], n, _one_sided_round, unconverged
     )
     magnitude = create_value("stablehlo.abs", [w], hlo.tensor_type(shape, real))
     sigma = create_value(
@@ -1109,7 +1141,8 @@ def lower_gesdd(op: ir.Operation) -> None:
     """``?gesdd``: singular values (descending) and, by ``mode``, U and V^H.
 
     One-sided Jacobi (Hestenes) on the columns of A, or of A^H when A is
-    wide: rotations make the columns orthogonal, their norms are the
+    wide, in the rounds of a round-robin as ``lower_syevd``: rotations of
+    disjoint pairs make the columns orthogonal, their norms are the
     singular values and, normalized, U's first columns; V accumulates the
     rotations. U is completed to a square orthonormal matrix by a
     Householder QR of [U, I]. Mode 'A' gives the square U and V^H, 'S' their

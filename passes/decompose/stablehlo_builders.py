@@ -7,7 +7,7 @@ function creates its ops at the current insertion point and location.
 from __future__ import annotations
 
 import numpy as np
-from shlo._mlir_compat import ir
+from shlo._mlir_compat import GatherDimensionNumbers, ir
 from shlo.ir_utils import create_constant, create_value
 
 
@@ -130,6 +130,35 @@ def reshape(value: ir.Value, shape: list[int]) -> ir.Value:
     if list(value_type.shape) == shape:
         return value
     return create_value("stablehlo.reshape", [value], tensor_type(shape, value_type.element_type))
+
+
+def take(value: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
+    """``value`` with entry j along ``axis`` taken from entry ``indices[j]`` (a 1-D integer
+    tensor), for every index of the other dimensions (``jnp.take``)."""
+    value_type = ir.RankedTensorType(value.type)
+    shape = list(value_type.shape)
+    count = ir.RankedTensorType(indices.type).shape[0]
+    index_type = ir.RankedTensorType(indices.type).element_type
+    column = create_value("stablehlo.reshape", [indices], tensor_type([count, 1], index_type))
+    sizes = list(shape)
+    sizes[axis] = 1
+    result = list(shape)
+    result[axis] = count
+    return create_value(
+        "stablehlo.gather",
+        [value, column],
+        tensor_type(result, value_type.element_type),
+        dimension_numbers=GatherDimensionNumbers.get(
+            offset_dims=[d for d in range(len(shape)) if d != axis],
+            collapsed_slice_dims=[axis],
+            operand_batching_dims=[],
+            start_indices_batching_dims=[],
+            start_index_map=[axis],
+            index_vector_dim=1,
+        ),
+        slice_sizes=ir.DenseI64ArrayAttr.get(sizes),
+        indices_are_sorted=ir.BoolAttr.get(False),
+    )
 
 
 def transpose_last(value: ir.Value) -> ir.Value:

@@ -20,7 +20,7 @@ import types
 
 from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
-from torch_mlir._mlir_libs._stablehlo import ConvDimensionNumbers
+from torch_mlir._mlir_libs._stablehlo import ConvDimensionNumbers, GatherDimensionNumbers
 
 # The CUDA backend builds gpu.binary ops and translates gpu.module bodies to LLVM IR.
 from torch_mlir.dialects import affine, arith, gpu, linalg, memref, quant, scf, tensor
@@ -37,6 +37,7 @@ for _dialect in ("stablehlo", "chlo", "vhlo"):
 __all__ = [
     "ConvDimensionNumbers",
     "ExecutionEngine",
+    "GatherDimensionNumbers",
     "affine",
     "arith",
     "current_version",

@@ -168,6 +168,22 @@ def test_eigh_vectors_diagonalize(dtype, rtol) -> None:
     np.testing.assert_allclose(np.conj(np.swapaxes(v, -1, -2)) @ v, eye, atol=rtol * 50)
 
 
+@pytest.mark.parametrize(("dtype", "rtol"), [DTYPES[1], DTYPES[2]])
+@pytest.mark.parametrize("n", [40, 41])
+def test_eigh_and_svd_of_larger_matrices(dtype, rtol, n) -> None:
+    """Many rounds of the round-robin (n odd: an index sits each round out)."""
+    a = spd((), n, dtype) - n * np.eye(n, dtype=dtype)  # eigenvalues of both signs
+    w, v = shlo.compile(export.export(jax.jit(jnp.linalg.eigh), platforms=["cpu"])(a))(a)
+    scale = np.abs(a).max()
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), atol=rtol * 50 * scale)
+    np.testing.assert_allclose(a @ v, v * w[None, :], atol=rtol * 50 * scale)
+    b = general((), n + 3, n, dtype)
+    s = shlo.compile(
+        export.export(jax.jit(lambda x: jnp.linalg.svd(x, compute_uv=False)), platforms=["cpu"])(b)
+    )(b)
+    np.testing.assert_allclose(s, np.linalg.svd(b, compute_uv=False), rtol=rtol * 50)
+
+
 def test_eigvalsh_reads_one_triangle() -> None:
     a = spd((), 4, np.float64)
     junk = a + np.triu(np.full((4, 4), 100.0), 1)  # the upper triangle is garbage
