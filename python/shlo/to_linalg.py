@@ -42,6 +42,9 @@ DECOMPOSITIONS: tuple[str, ...] = (
     # Grouped convolutions are scalar loops as upstream lowers them.
     "shlo-split-grouped-convolutions",
     "shlo-normalize-dot-general",
+    # Complex products are scalar loops: four real ones (after the
+    # normalization above, which makes every dot a dot_general).
+    "shlo-split-complex-dots",
     # After the widening above: every contraction becomes a (batch) matmul.
     "shlo-canonicalize-dot-general",
     "shlo-normalize-reduce",
