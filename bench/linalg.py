@@ -9,7 +9,9 @@ timed in interleaved rounds in one process, f32:
 - ``lu_factor n``, ``solve n`` (8 right-hand columns), ``inv n``;
 - ``cholesky n`` of a positive definite matrix;
 - ``solve_triangular n`` (64 right-hand columns, lower);
-- ``solve batch=8 n``: eight systems at once.
+- ``solve batch=8 n``: eight systems at once;
+- ``eigvalsh n`` and ``svdvals n`` (singular values of an n x n matrix),
+  up to n = 256: Jacobi in StableHLO, far slower than LAPACK.
 
   .venv/bin/python -m bench.linalg [--sizes 256,512] [--repeats 7] [--quick]
 
@@ -36,6 +38,9 @@ from bench import models
 from bench.systems import Case, compare, prepare_shlo, prepare_xla
 from bench.timing import interleaved_medians
 
+# Jacobi eigenvalues and singular values take seconds above this size.
+JACOBI_MAX = 256
+
 # A program, its arguments and numpy's (or scipy's) version.
 Program = tuple[Callable[..., Any], tuple[Any, ...], Callable[[], object]]
 
@@ -50,6 +55,16 @@ def programs(n: int) -> dict[str, Program]:
     spd = (lambda m: m @ m.T / n + np.eye(n, dtype=np.float32))(models.normal((n, n), seed=2))
     lower, rhs = np.tril(a), models.normal((n, 64), seed=3)
     batched, batched_b = _general(n, (8,)), models.normal((8, n, 4), seed=4)
+    jacobi: dict[str, Program] = {}
+    if n <= JACOBI_MAX:
+        jacobi = {
+            f"eigvalsh {n}": (jnp.linalg.eigvalsh, (spd,), lambda: np.linalg.eigvalsh(spd)),
+            f"svdvals {n}": (
+                lambda m: jnp.linalg.svd(m, compute_uv=False),
+                (a,),
+                lambda: np.linalg.svd(a, compute_uv=False),
+            ),
+        }
     return {
         f"lu_factor {n}": (jsl.lu_factor, (a,), lambda: scipy.linalg.lu_factor(a)),
         f"solve {n}": (jnp.linalg.solve, (a, b), lambda: np.linalg.solve(a, b)),
@@ -65,6 +80,7 @@ def programs(n: int) -> dict[str, Program]:
             (batched, batched_b),
             lambda: np.linalg.solve(batched, batched_b),
         ),
+        **jacobi,
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from shlo._mlir_compat import ir
-from shlo.ir_utils import create_constant, create_value, string_value
+from shlo.ir_utils import create_constant, create_value, slice_ranges, string_value
 from shlo.pass_framework import PassError
 from shlo.passes.decompose import stablehlo_builders as hlo
 from shlo.passes.decompose.lower_custom_calls import lower_with
@@ -787,13 +787,26 @@ def _jacobi_round(
     element = a_type.element_type
     vector_shape = shape[:-1]
     is_p, alone = _pairs(partner, vector_shape)
-    rows, columns = hlo.iota(shape, rank - 2), hlo.iota(shape, rank - 1)
-    on_diagonal = hlo.compare("EQ", rows, columns)
-    zero = hlo.zeros(shape, element, location)
-    diagonal = _sum(hlo.select(on_diagonal, a, zero), [rank - 2], location)  # [..., n]
-    # A[i, partner(i)]: the diagonal of A with its columns taken in partner order.
-    across = _sum(
-        hlo.select(on_diagonal, hlo.take(a, partner, rank - 1), zero), [rank - 2], location
+    n = shape[-1]
+    # Entries i * n + j of each matrix flattened: the diagonal is every
+    # (n + 1)-th, A[i, partner(i)] a gather of n (not whole-matrix passes).
+    flat = hlo.reshape(a, [*shape[:-2], n * n])
+    ranges = [(0, size, 1) for size in shape[:-2]]
+    diagonal = slice_ranges(flat, [*ranges, (0, n * n, n + 1)])  # [..., n]
+    row_starts = create_value(
+        "stablehlo.multiply",
+        [
+            hlo.iota([n], 0),
+            hlo.broadcast(
+                hlo.scalar_constant(n, ir.RankedTensorType(partner.type).element_type, location),
+                [n],
+                [],
+            ),
+        ],
+        partner.type,
+    )
+    across = hlo.take(
+        flat, create_value("stablehlo.add", [row_starts, partner], partner.type), rank - 2
     )
     partner_diagonal = hlo.take(diagonal, partner, rank - 2)
     app = hlo.select(is_p, diagonal, partner_diagonal)
@@ -878,7 +891,7 @@ def _sort_with_columns(
 # Jacobi sweeps stop after this many, converged or not (they converge
 # quadratically: a few sweeps for the sizes jax programs factor on a CPU).
 # Rounds of disjoint rotations instead of one rotation per step (which cost
-# whole-matrix ops each): eigh of 128 x 128 f32 9.7 s -> 0.44 s, svd of
+# whole-matrix ops each): eigh of 128 x 128 f32 9.7 s -> 0.27 s, svd of
 # 128 x 96 0.59 -> 0.13 s (XLA's LAPACK: 0.8 and 0.7 ms).
 MAX_SWEEPS = 50
 
