@@ -97,6 +97,16 @@ _ROW_OPS = frozenset(
 )
 
 
+def _row_slice(rank: int, length: int) -> tuple[ir.Attribute, ir.Attribute, ir.Attribute]:
+    """The static offsets (all dynamic), sizes and strides of a slice of one row of
+    ``length`` at the end of a tensor of ``rank``."""
+    return (
+        ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_size()] * rank),
+        ir.DenseI64ArrayAttr.get([1] * (rank - 1) + [length]),
+        ir.DenseI64ArrayAttr.get([1] * rank),
+    )
+
+
 def _tensor_type(shape: list[int], element: ir.Type) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(shape, element)
 
@@ -247,14 +257,7 @@ class _ScatterLowering:
         def row(source: ir.Value, offsets: list[ir.Value]) -> ir.Value:
             rank = ir.RankedTensorType(source.type).rank
             return tensor.ExtractSliceOp(
-                row_type,
-                source,
-                offsets,
-                [],
-                [],
-                ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_size()] * rank),
-                ir.DenseI64ArrayAttr.get([1] * (rank - 1) + [length]),
-                ir.DenseI64ArrayAttr.get([1] * rank),
+                row_type, source, offsets, [], [], *_row_slice(rank, length)
             ).result
 
         element = self.region_types[0]
@@ -281,14 +284,7 @@ class _ScatterLowering:
         computed = _cast(values[self.row_ops[-1].operands[0]], storage, "stablehlo.bitcast_convert")
         rank = len(self.operand_shape)
         inserted = tensor.InsertSliceOp(
-            computed,
-            target,
-            result_index,
-            [],
-            [],
-            ir.DenseI64ArrayAttr.get([ir.ShapedType.get_dynamic_size()] * rank),
-            ir.DenseI64ArrayAttr.get([1] * (rank - 1) + [length]),
-            ir.DenseI64ArrayAttr.get([1] * rank),
+            computed, target, result_index, [], [], *_row_slice(rank, length)
         ).result
         return [inserted]
 

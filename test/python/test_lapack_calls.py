@@ -11,14 +11,7 @@ import shlo
 from jax import export
 from shlo import ShloError, custom_calls
 
-
-@pytest.fixture(autouse=True, scope="module")
-def float64_in_jax():
-    """f64 and c128 programs need jax's x64 mode; only for this module's tests."""
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("float64_in_jax")
 
 
 RNG = np.random.default_rng(0)

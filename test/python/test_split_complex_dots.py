@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -12,14 +11,7 @@ from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.frontend import FRONTEND
 from shlo.pipeline import run_pipeline
 
-
-@pytest.fixture(autouse=True, scope="module")
-def float64_in_jax():
-    """c128 programs need jax's x64 mode; only for this module's tests."""
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", previous)
+pytestmark = pytest.mark.usefixtures("float64_in_jax")
 
 
 RNG = np.random.default_rng(0)
