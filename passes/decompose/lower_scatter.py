@@ -190,7 +190,7 @@ class _ScatterLowering:
     def _loops(self, dim: int, ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
         """Loops over update dimensions ``dim``.. in row-major order, then the body."""
         if self.row_ops is not None and dim == len(self.update_shape) - 1:
-            return self._row_body(ivs, carried)
+            return self._body(ivs, carried, rows=True)
         if dim == len(self.update_shape):
             return self._body(ivs, carried)
         loop = scf.ForOp(
@@ -232,18 +232,6 @@ class _ScatterLowering:
         if self.region_types[0] != self.region_types[1]:
             return None
         return ops
-
-    def _row_body(self, ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
-        """Update the whole row that update ``ivs`` (all but its last index) belongs to."""
-        result_index, in_bounds = self._result_index([*ivs, index_constant(0)])
-        if in_bounds is None:
-            return self._update_row(ivs, result_index, carried)
-        branch = scf.IfOp(in_bounds, [v.type for v in carried], has_else=True)
-        with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp(self._update_row(ivs, result_index, carried))
-        with ir.InsertionPoint(branch.else_block):
-            scf.YieldOp(carried)
-        return list(branch.results)
 
     def _update_row(
         self, ivs: list[ir.Value], result_index: list[ir.Value], carried: list[ir.Value]
@@ -337,13 +325,18 @@ class _ScatterLowering:
             result_index.append(value)
         return result_index, in_bounds
 
-    def _body(self, ivs: list[ir.Value], carried: list[ir.Value]) -> list[ir.Value]:
-        result_index, in_bounds = self._result_index(ivs)
+    def _body(
+        self, ivs: list[ir.Value], carried: list[ir.Value], rows: bool = False
+    ) -> list[ir.Value]:
+        """The update of element ``ivs``, or of its whole row (``rows``: ``ivs`` lacks the
+        last index), when in bounds."""
+        update = self._update_row if rows else self._update
+        result_index, in_bounds = self._result_index([*ivs, index_constant(0)] if rows else ivs)
         if in_bounds is None:
-            return self._update(ivs, result_index, carried)
+            return update(ivs, result_index, carried)
         branch = scf.IfOp(in_bounds, [v.type for v in carried], has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            scf.YieldOp(self._update(ivs, result_index, carried))
+            scf.YieldOp(update(ivs, result_index, carried))
         with ir.InsertionPoint(branch.else_block):
             scf.YieldOp(carried)
         return list(branch.results)
