@@ -255,6 +255,8 @@ def test_linalg_runs_each_program() -> None:
         "cholesky 40",
         "solve_triangular 40",
         "solve batch=8 40",
+        "eigvalsh 40",
+        "svdvals 40",
     ]
     for row in rows[1:]:
         # Times are positive; one untimed quick call may make the ratio print as 0.00.
