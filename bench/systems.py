@@ -246,7 +246,8 @@ def compare(
 ) -> tuple[str, float]:
     """("", worst error) when ``got`` matches ``want``, else (what differs, worst error).
 
-    Integers and booleans must be equal. Floats must have the same non-finite
+    Integers and booleans must be equal. Floats (and complex numbers' real and
+    imaginary parts) must have the same non-finite
     values and differ by at most ``rtol`` times the output's largest finite
     magnitude (relative errors of single elements near zero mean nothing after
     a reduction). The worst error is that difference over the magnitude.
@@ -265,6 +266,8 @@ def compare(
             if not np.array_equal(g, w):
                 return f"{where}: {np.count_nonzero(g != w)} elements differ", float("inf")
             continue
+        if np.iscomplexobj(w):  # the real and imaginary parts side by side
+            g, w = g.view(g.real.dtype), w.view(w.real.dtype)
         g64, w64 = g.astype(np.float64), w.astype(np.float64)
         finite = np.isfinite(w64)
         if not np.array_equal(np.isfinite(g64), finite) or not np.array_equal(

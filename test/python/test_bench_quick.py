@@ -261,3 +261,20 @@ def test_linalg_runs_each_program() -> None:
     for row in rows[1:]:
         # Times are positive; one untimed quick call may make the ratio print as 0.00.
         assert all(float(row[i]) > 0 for i in range(2, 5)) and float(row[5]) >= 0, row
+
+
+def test_ops_runs_each_op() -> None:
+    from bench import ops
+
+    command = [sys.executable, "-m", "bench.ops", "--quick"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert [row[1].strip() for row in rows[1:]] == list(ops.ops(small=True))
+    for row in rows[1:]:
+        assert all(float(row[i]) > 0 for i in range(2, 4)) and float(row[4]) >= 0, row
+
+
+def test_bench_compares_complex_values_by_both_parts() -> None:
+    want = np.array([1 + 1j, 2 + 2j], np.complex64)
+    assert compare([want], [want], 1e-4)[0] == ""
+    assert "max |error|" in compare([want + 0.5j], [want], 1e-4)[0]
