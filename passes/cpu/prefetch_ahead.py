@@ -11,7 +11,7 @@ machine idled (the bench's method), though not back to back. Two cases:
   writing. The bench's chain of 8 ops on 4M floats (80 vector ops per
   read): 2.14 -> 1.72 ms after idle against a same-bytes copy's 1.25 (59% ->
   73%), back to back 1.52 -> 1.56 against 0.59. In hand-edited loops, reads
-  alone gained a third less, and 1, 2, 4 and 8 KB ahead were within 5%.
+  alone gained about half as much, and 1, 2, 4 and 8 KB ahead were within 5%.
 - Blocks of rows: a row softmax or layernorm splits its rows into blocks,
   one per step of an ``scf.forall``, and walks each block several times:
   the first pass (max, mean) reads it from memory, the later ones (exp and
