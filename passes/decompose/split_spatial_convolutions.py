@@ -74,6 +74,30 @@ def canonical_orders(numbers: ConvDimensionNumbers) -> tuple[list[int], list[int
     )
 
 
+def canonical_numbers(spatial: int) -> ConvDimensionNumbers:
+    """The dimension numbers of the canonical layouts with ``spatial`` spatial dimensions:
+    [b, 0, 1.., f]x[0, 1.., i, o]->[b, 0, 1.., f]."""
+    inner = list(range(1, spatial + 1))
+    return ConvDimensionNumbers.get(
+        input_batch_dimension=0,
+        input_feature_dimension=spatial + 1,
+        input_spatial_dimensions=inner,
+        kernel_input_feature_dimension=spatial,
+        kernel_output_feature_dimension=spatial + 1,
+        kernel_spatial_dimensions=list(range(spatial)),
+        output_batch_dimension=0,
+        output_feature_dimension=spatial + 1,
+        output_spatial_dimensions=inner,
+    )
+
+
+def from_canonical(value: ir.Value, out_order: list[int]) -> ir.Value:
+    """An output in the canonical layout put back in the op's (``out_order`` from
+    canonical_orders)."""
+    rank = len(out_order)
+    return hlo.transpose(value, [out_order.index(d) for d in range(rank)])
+
+
 def _splittable(op: ir.Operation) -> bool:
     attributes = attribute_dict(op)
     numbers = ConvDimensionNumbers(attributes["dimension_numbers"])
@@ -123,38 +147,12 @@ def split(op: ir.Operation) -> None:
     lhs_order, rhs_order, out_order = canonical_orders(numbers)
     batch, depth = lhs_shape[lhs_order[0]], out_shape[out_order[1]]
     inner_out = [batch * depth, *(out_shape[d] for d in out_order[2:])]
-    rest = list(range(1, spatial))
     attributes.update(_window_attributes(attributes, spatial))
-    attributes["dimension_numbers"] = ConvDimensionNumbers.get(
-        input_batch_dimension=0,
-        input_feature_dimension=spatial,
-        input_spatial_dimensions=rest,
-        kernel_input_feature_dimension=spatial - 1,
-        kernel_output_feature_dimension=spatial,
-        kernel_spatial_dimensions=[d - 1 for d in rest],
-        output_batch_dimension=0,
-        output_feature_dimension=spatial,
-        output_spatial_dimensions=rest,
-    )
+    attributes["dimension_numbers"] = canonical_numbers(spatial - 1)
     with op.location, ir.InsertionPoint(op):
         lhs = hlo.transpose(op.operands[0], lhs_order)
         rhs = hlo.transpose(op.operands[1], rhs_order)
-        if low or high:
-            padded = [0] * (spatial + 2)
-            low_pad, high_pad = list(padded), list(padded)
-            low_pad[1], high_pad[1] = low, high
-            lhs = create_value(
-                "stablehlo.pad",
-                [lhs, hlo.zero(element, op.location)],
-                hlo.tensor_type(
-                    [lhs_shape[lhs_order[0]], lhs_shape[lhs_order[1]] + low + high]
-                    + [lhs_shape[d] for d in lhs_order[2:]],
-                    element,
-                ),
-                edge_padding_low=ir.DenseI64ArrayAttr.get(low_pad),
-                edge_padding_high=ir.DenseI64ArrayAttr.get(high_pad),
-                interior_padding=ir.DenseI64ArrayAttr.get(padded),
-            )
+        lhs = hlo.pad(lhs, [0, low, *[0] * spatial], [0, high, *[0] * spatial])
         lhs_type = ir.RankedTensorType(lhs.type)
         kernel_depth = rhs_shape[rhs_order[0]]
         total = None
@@ -179,8 +177,7 @@ def split(op: ir.Operation) -> None:
                 part if total is None else create_value("stablehlo.add", [total, part], part.type)
             )
         canonical_out = hlo.reshape(total, [batch, depth, *inner_out[1:]])
-        # canonical axis of each of the op's output dimensions
-        result = hlo.transpose(canonical_out, [out_order.index(d) for d in range(spatial + 2)])
+        result = from_canonical(canonical_out, out_order)
     op.results[0].replace_all_uses_with(result)
     op.erase()
 

@@ -47,7 +47,12 @@ from shlo.ir_utils import (
 )
 from shlo.pass_framework import Pass
 from shlo.passes.decompose import stablehlo_builders as hlo
-from shlo.passes.decompose.split_spatial_convolutions import canonical_orders, window_integers
+from shlo.passes.decompose.split_spatial_convolutions import (
+    canonical_numbers,
+    canonical_orders,
+    from_canonical,
+    window_integers,
+)
 
 
 def _splittable(op: ir.Operation) -> bool:
@@ -62,22 +67,6 @@ def _splittable(op: ir.Operation) -> bool:
         and "window_reversal" not in attributes
         and ir.IntegerAttr(attributes["batch_group_count"]).value == 1
         and all(shape is not None and 0 not in shape for shape in shapes)
-    )
-
-
-def _pad(value: ir.Value, low: list[int], high: list[int]) -> ir.Value:
-    """``value`` padded with zeros (negative amounts crop)."""
-    if not any(low) and not any(high):
-        return value
-    value_type = ir.RankedTensorType(value.type)
-    shape = [n + lo + hi for n, lo, hi in zip(value_type.shape, low, high)]
-    return create_value(
-        "stablehlo.pad",
-        [value, hlo.zero(value_type.element_type, ir.Location.current)],
-        hlo.tensor_type(shape, value_type.element_type),
-        edge_padding_low=ir.DenseI64ArrayAttr.get(low),
-        edge_padding_high=ir.DenseI64ArrayAttr.get(high),
-        interior_padding=ir.DenseI64ArrayAttr.get([0] * len(shape)),
     )
 
 
@@ -120,12 +109,12 @@ class _Phases:
             own_counts.append(own)
         convolved = create_value(
             "stablehlo.convolution",
-            [_pad(lhs, [*input_low, 0], [*input_high, 0]), slice_ranges(rhs, kernel_ranges)],
+            [hlo.pad(lhs, [*input_low, 0], [*input_high, 0]), slice_ranges(rhs, kernel_ranges)],
             hlo.tensor_type([self.batch, *own_counts, self.features], self.element),
             **self.attributes,
         )
         short = [c - o for c, o in zip(counts, own_counts)]
-        return _pad(convolved, [0] * (len(counts) + 2), [0, *short, 0])
+        return hlo.pad(convolved, [0] * (len(counts) + 2), [0, *short, 0])
 
 
 def _phase_attributes(attributes: dict[str, ir.Attribute], spatial: int) -> dict:
@@ -135,17 +124,7 @@ def _phase_attributes(attributes: dict[str, ir.Attribute], spatial: int) -> dict
         for name, value in attributes.items()
         if name not in ("lhs_dilation", "padding", "window_strides", "rhs_dilation")
     }
-    phase["dimension_numbers"] = ConvDimensionNumbers.get(
-        input_batch_dimension=0,
-        input_feature_dimension=spatial + 1,
-        input_spatial_dimensions=list(range(1, spatial + 1)),
-        kernel_input_feature_dimension=spatial,
-        kernel_output_feature_dimension=spatial + 1,
-        kernel_spatial_dimensions=list(range(spatial)),
-        output_batch_dimension=0,
-        output_feature_dimension=spatial + 1,
-        output_spatial_dimensions=list(range(1, spatial + 1)),
-    )
+    phase["dimension_numbers"] = canonical_numbers(spatial)
     return phase
 
 
@@ -186,7 +165,7 @@ def split(op: ir.Operation) -> None:
         ranges = [(0, phases.batch, 1), *((0, o, 1) for o in phases.outputs)]
         ranges.append((0, phases.features, 1))
         canonical = slice_ranges(merged, ranges)
-        result = hlo.transpose(canonical, [out_order.index(d) for d in range(spatial + 2)])
+        result = from_canonical(canonical, out_order)
     op.results[0].replace_all_uses_with(result)
     op.erase()
 

@@ -132,14 +132,30 @@ def reshape(value: ir.Value, shape: list[int]) -> ir.Value:
     return create_value("stablehlo.reshape", [value], tensor_type(shape, value_type.element_type))
 
 
+def pad(value: ir.Value, low: list[int], high: list[int]) -> ir.Value:
+    """``value`` with ``low`` and ``high`` zeros before and after each dimension (negative
+    amounts crop); ``value`` if both are all zeros."""
+    if not any(low) and not any(high):
+        return value
+    value_type = ir.RankedTensorType(value.type)
+    shape = [n + lo + hi for n, lo, hi in zip(value_type.shape, low, high)]
+    return create_value(
+        "stablehlo.pad",
+        [value, zero(value_type.element_type, ir.Location.current)],
+        tensor_type(shape, value_type.element_type),
+        edge_padding_low=ir.DenseI64ArrayAttr.get(low),
+        edge_padding_high=ir.DenseI64ArrayAttr.get(high),
+        interior_padding=ir.DenseI64ArrayAttr.get([0] * len(shape)),
+    )
+
+
 def take(value: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
     """``value`` with entry j along ``axis`` taken from entry ``indices[j]`` (a 1-D integer
     tensor), for every index of the other dimensions (``jnp.take``)."""
     value_type = ir.RankedTensorType(value.type)
     shape = list(value_type.shape)
     count = ir.RankedTensorType(indices.type).shape[0]
-    index_type = ir.RankedTensorType(indices.type).element_type
-    column = create_value("stablehlo.reshape", [indices], tensor_type([count, 1], index_type))
+    column = reshape(indices, [count, 1])
     sizes = list(shape)
     sizes[axis] = 1
     result = list(shape)
