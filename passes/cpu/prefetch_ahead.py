@@ -55,15 +55,15 @@ a same-bytes copy interleaved; back to back in parentheses):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, memref
-from shlo.ir_utils import defining_op, index_constant, ops_named
+from shlo.ir_utils import defining_op, index_constant, ops_named, subview_offsets
 from shlo.pass_framework import Pass
+from shlo.passes.cpu.prefetch_matmul_rows import CACHE_LINE_BYTES, L2_LOCALITY
 
-L2_LOCALITY = 2
-CACHE_LINE_BYTES = 64
 # Vector arithmetic ops per vector read for a loop to host prefetches: a
 # softmax's exp has 88, the bench's chain 80, a layernorm's passes 3 and 9
 # (which lost back to back; see above).
@@ -101,11 +101,11 @@ def _block_of_rows(op: ir.Operation) -> bool:
     )
 
 
-def _view_chain(value: ir.Value, roots: list[ir.Value]) -> list[ir.Operation] | None:
-    """The subviews that make ``value`` from one of ``roots``, outermost first; None if
-    ``value`` is not such a view."""
+def _view_chain(value: ir.Value, is_root: Callable[[ir.Value], bool]) -> list[ir.Operation] | None:
+    """The subviews that make ``value`` from a value ``is_root`` accepts, outermost first;
+    None if ``value`` is not such a view."""
     chain: list[ir.Operation] = []
-    while not any(value == root for root in roots):
+    while not is_root(value):
         producer = defining_op(value)
         if producer is None or producer.name != "memref.subview":
             return None
@@ -118,7 +118,7 @@ def _reads_in(nest: ir.Operation, blocks: list[ir.Value]) -> list[tuple[ir.Opera
     """The vector reads under ``nest`` of views of ``blocks``, with their view chains."""
     found = []
     for read in ops_named(nest, "vector.transfer_read"):
-        chain = _view_chain(read.operands[0], blocks)
+        chain = _view_chain(read.operands[0], lambda value: any(value == b for b in blocks))
         if chain is not None:
             found.append((read, chain))
     return found
@@ -221,19 +221,7 @@ def _prefetch_next_block(forall: ir.Operation) -> None:
 def _function_view_chain(value: ir.Value) -> list[ir.Operation]:
     """The subviews that make ``value`` from a function's buffer, outermost first; empty if
     ``value`` is not such a view."""
-    chain: list[ir.Operation] = []
-    while (producer := defining_op(value)) is not None and producer.name == "memref.subview":
-        chain.insert(0, producer)
-        value = producer.operands[0]
-    return chain if chain and _is_argument(value) else []
-
-
-def _offsets(subview: ir.Operation) -> list[ir.Value | int]:
-    """A subview's offsets: values where dynamic, else ints."""
-    dynamic = iter(list(subview.operands)[1:])
-    marker = ir.ShapedType.get_dynamic_size()
-    static = ir.DenseI64ArrayAttr(subview.attributes["static_offsets"])
-    return [next(dynamic) if offset == marker else offset for offset in static]
+    return _view_chain(value, _is_argument) or []
 
 
 def _stream_access(access: ir.Operation, index: ir.Value) -> tuple[ir.Operation, int] | None:
@@ -246,7 +234,7 @@ def _stream_access(access: ir.Operation, index: ir.Value) -> tuple[ir.Operation,
         return None
     view = chain[-1]
     strides = list(ir.DenseI64ArrayAttr(view.attributes["static_strides"]))
-    offsets = _offsets(view)
+    offsets = subview_offsets(view)
     if strides[-1] != 1 or not isinstance(offsets[-1], ir.Value) or offsets[-1] != index:
         return None
     if not view.operands[0].type.has_static_shape:
@@ -274,7 +262,7 @@ def _prefetch_stream(view: ir.Operation, lines: int, write: bool) -> None:
     width = ir.FloatType(source.type.element_type).width
     lanes = CACHE_LINE_BYTES * 8 // width
     last = source.type.shape[-1] - 1
-    offsets = [o if isinstance(o, ir.Value) else index_constant(o) for o in _offsets(view)]
+    offsets = [o if isinstance(o, ir.Value) else index_constant(o) for o in subview_offsets(view)]
     ahead = PREFETCH_BYTES * 8 // width
     for line in range(lines):
         column = arith.AddIOp(offsets[-1], index_constant(ahead + line * lanes)).result

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, memref
-from shlo.ir_utils import defining_op, index_constant, ops_named
+from shlo.ir_utils import defining_op, index_constant, ops_named, subview_offsets
 from shlo.pass_framework import Pass
 
 # How far ahead a register tile's k loop prefetches, in k steps: 16 steps of
@@ -77,10 +77,7 @@ def _offsets(subview: ir.Operation) -> list[ir.Value | int] | None:
     strides = ir.DenseI64ArrayAttr(subview.attributes["static_strides"])
     if subview.results[0].type.rank != 2 or list(strides) != [1, 1]:
         return None
-    dynamic = iter(list(subview.operands)[1:])
-    marker = ir.ShapedType.get_dynamic_size()
-    static = ir.DenseI64ArrayAttr(subview.attributes["static_offsets"])
-    return [next(dynamic) if value == marker else value for value in static]
+    return subview_offsets(subview)
 
 
 @dataclass

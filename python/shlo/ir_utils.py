@@ -110,6 +110,14 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
 
 
+def subview_offsets(subview: ir.Operation) -> list[ir.Value | int]:
+    """A ``memref.subview``'s offsets: its operands where dynamic, else ints."""
+    dynamic = iter(list(subview.operands)[1:])
+    marker = ir.ShapedType.get_dynamic_size()
+    static = ir.DenseI64ArrayAttr(subview.attributes["static_offsets"])
+    return [next(dynamic) if offset == marker else offset for offset in static]
+
+
 def index_constant(value: int) -> ir.Value:
     """An ``arith.constant`` of ``value`` as an index, at the current insertion point."""
     return arith.ConstantOp(ir.IndexType.get(), value).result
