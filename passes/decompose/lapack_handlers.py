@@ -723,25 +723,34 @@ def _pairs(partner: ir.Value, shape: list[int]) -> tuple[ir.Value, ir.Value]:
     return is_p, alone
 
 
-def _pair_rotation(
-    app: ir.Value,
-    aqq: ir.Value,
-    apq: ir.Value,
-    alone: ir.Value,
-    element: ir.Type,
-    location: ir.Location,
-) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(c, s, g) of every pair's rotation, per index i ([..., n]) of ``element``; none
-    (c = 1, s = 0) for an index that sits the round out."""
-    zero = hlo.zeros(list(ir.RankedTensorType(apq.type).shape), element, location)
+def _round_coefficients(
+    entries: ir.Value, across: ir.Value, partner: ir.Value, element: ir.Type, location: ir.Location
+) -> tuple[ir.Value, ir.Value]:
+    """The rotation of every pair of a round as coefficients per index i ([..., n]) of
+    column i of ``M J``: of column i itself and of its partner's column.
+
+    ``entries`` holds each index's diagonal entry (A[i, i], or |column i|^2),
+    ``across`` its entry with its partner (A[i, partner(i)], or <column i,
+    column partner(i)>). J = [[c, s], [-s g, c g]] on (p, q): (M J)[:, p] =
+    c M_p - s g M_q, (M J)[:, q] = s M_p + c g M_q; none (c = 1, s = 0) for
+    an index that sits the round out.
+    """
+    shape = list(ir.RankedTensorType(across.type).shape)
+    is_p, alone = _pairs(partner, shape)
+    partner_entries = hlo.take(entries, partner, len(shape) - 1)
+    app = hlo.select(is_p, entries, partner_entries)
+    aqq = hlo.select(is_p, partner_entries, entries)
+    if isinstance(ir.RankedTensorType(app.type).element_type, ir.ComplexType):
+        app, aqq = hlo.part("real", app), hlo.part("real", aqq)
+    # A[p, q] for both: across is A[q, p] = conj(A[p, q]) at q.
+    apq = hlo.select(is_p, across, hlo.conj(across))
+    zero = hlo.zeros(shape, element, location)
     c, s, phase = _rotation(app, aqq, hlo.select(alone, zero, apq), element, location)
     c, s = _as_element(c, element), _as_element(s, element)
-    g = (
-        phase
-        if phase is not None
-        else hlo.broadcast(_one(element, location), list(ir.RankedTensorType(c.type).shape), [])
-    )
-    return c, s, g
+    g = phase if phase is not None else hlo.broadcast(_one(element, location), shape, [])
+    own = hlo.select(is_p, c, _mul(c, g))
+    other = hlo.select(is_p, create_value("stablehlo.negate", [_mul(s, g)], s.type), s)
+    return own, other
 
 
 def _apply_round(
@@ -766,16 +775,6 @@ def _apply_round(
     )
 
 
-def _coefficients(
-    is_p: ir.Value, c: ir.Value, s: ir.Value, g: ir.Value
-) -> tuple[ir.Value, ir.Value]:
-    """Column coefficients of J = [[c, s], [-s g, c g]] on (p, q): (M J)[:, p] = c M_p -
-    s g M_q, (M J)[:, q] = s M_p + c g M_q."""
-    own = hlo.select(is_p, c, _mul(c, g))
-    other = hlo.select(is_p, create_value("stablehlo.negate", [_mul(s, g)], s.type), s)
-    return own, other
-
-
 def _jacobi_round(
     a: ir.Value, v: ir.Value, partner: ir.Value, location: ir.Location
 ) -> tuple[ir.Value, ir.Value]:
@@ -785,8 +784,6 @@ def _jacobi_round(
     shape = list(a_type.shape)
     rank = len(shape)
     element = a_type.element_type
-    vector_shape = shape[:-1]
-    is_p, alone = _pairs(partner, vector_shape)
     n = shape[-1]
     # Entries i * n + j of each matrix flattened: the diagonal is every
     # (n + 1)-th, A[i, partner(i)] a gather of n (not whole-matrix passes).
@@ -808,14 +805,7 @@ def _jacobi_round(
     across = hlo.take(
         flat, create_value("stablehlo.add", [row_starts, partner], partner.type), rank - 2
     )
-    partner_diagonal = hlo.take(diagonal, partner, rank - 2)
-    app = hlo.select(is_p, diagonal, partner_diagonal)
-    aqq = hlo.select(is_p, partner_diagonal, diagonal)
-    apq = hlo.select(is_p, across, hlo.conj(across))
-    if isinstance(element, ir.ComplexType):
-        app, aqq = hlo.part("real", app), hlo.part("real", aqq)
-    c, s, g = _pair_rotation(app, aqq, apq, alone, element, location)
-    own, other = _coefficients(is_p, c, s, g)
+    own, other = _round_coefficients(diagonal, across, partner, element, location)
     rotated = _apply_round(a, partner, own, other)
     a = _apply_round(rotated, partner, hlo.conj(own), hlo.conj(other), columns=False)
     return a, _apply_round(v, partner, own, other)
@@ -1015,18 +1005,11 @@ def _one_sided_round(
     rank = len(shape)
     element = w_type.element_type
     real = element.element_type if isinstance(element, ir.ComplexType) else element
-    vector_shape = [*shape[:-2], shape[-1]]
-    is_p, alone = _pairs(partner, vector_shape)
     magnitude = create_value("stablehlo.abs", [w], hlo.tensor_type(shape, real))
     norms = _sum(_mul(magnitude, magnitude), [rank - 2], location)  # [..., n]
-    partner_norms = hlo.take(norms, partner, rank - 2)
     # <column i, its partner's column>: gamma for p, conj(gamma) for q.
     across = _sum(_mul(hlo.conj(w), hlo.take(w, partner, rank - 1)), [rank - 2], location)
-    app = hlo.select(is_p, norms, partner_norms)
-    aqq = hlo.select(is_p, partner_norms, norms)
-    gamma = hlo.select(is_p, across, hlo.conj(across))
-    c, s, g = _pair_rotation(app, aqq, gamma, alone, element, location)
-    own, other = _coefficients(is_p, c, s, g)
+    own, other = _round_coefficients(norms, across, partner, element, location)
     return _apply_round(w, partner, own, other), _apply_round(v, partner, own, other)
 
 
