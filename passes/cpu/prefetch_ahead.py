@@ -284,8 +284,6 @@ def _roots(op: ir.Operation) -> set[int]:
 def _prefetch_streams(function: ir.Operation) -> None:
     for loop in ops_named(function, "scf.for"):
         body = loop.regions[0].blocks[0]
-        if ops_named(loop, "scf.for")[1:] or ops_named(loop, "memref.prefetch"):
-            continue  # not innermost, or it prefetches the next block already
         index = body.arguments[0]
         accesses = [
             (op, found)
@@ -294,7 +292,11 @@ def _prefetch_streams(function: ir.Operation) -> None:
             and (found := _stream_access(op, index)) is not None
         ]
         reads = [op for op, _ in accesses if op.name == "vector.transfer_read"]
-        if not reads or _arithmetic_per_read(loop, len(reads)) < MIN_ARITHMETIC_PER_READ:
+        if not reads:
+            continue  # first: most loops stop here, before the walks below
+        if ops_named(loop, "scf.for")[1:] or ops_named(loop, "memref.prefetch"):
+            continue  # not innermost, or it prefetches the next block already
+        if _arithmetic_per_read(loop, len(reads)) < MIN_ARITHMETIC_PER_READ:
             continue
         # The top-level op holding the loop; it must be the only one to touch
         # the buffers it reads (else a later pass reads them from cache).

@@ -104,6 +104,8 @@ def _read_bytes(op: ir.Operation) -> None:
 def _bool_results(op: ir.Operation) -> list[int]:
     """The i1 results of an all-parallel linalg.generic that only generics read, and that
     its body does not read the init of."""
+    if not any(_is_bool_tensor(result.type) for result in op.results):
+        return []  # most generics: checked before the parts, which cost more
     parts = linalg_generic_parts(op)
     if not parts.all_parallel:
         return []
