@@ -25,16 +25,22 @@ machine idled (the bench's method), though not back to back. Two cases:
 Only a loop that computes enough per vector it reads hosts prefetches: they
 take load slots, which a loop that mostly loads has none of, and such a loop
 keeps memory busy itself (``x * 1.5 + 0.25`` already runs at a copy's speed).
-Measured with the bench's peers' method (medians, 0.25 s idle before a call,
-a same-bytes copy interleaved; back to back in parentheses):
+A stream must compute more than a block's later pass, whose reads hit the
+cache. Measured with the bench's peers' method (medians, 0.25 s idle before
+a call, a same-bytes copy interleaved; back to back in parentheses):
 
 - softmax [512, 4096], blocks of 2 rows, its exp pass (88 vector ops per
   read): 1.08 -> 0.77 ms against the copy's 0.61 (0.53 -> 0.48 against 0.30);
   read prefetches alone 0.97 ms, write prefetches alone 0.88 ms; into L1 no
   faster than L2, non-temporal (locality 0) reads twice as slow;
-- layernorm [1024, 1024], its normalization (9 ops per read): 0.44 -> 0.34 ms
-  against 0.26, but back to back 0.196 -> 0.210 against 0.148; its variance
-  pass (3 ops per read) 0.20 -> 0.24 back to back. Neither is taken.
+- layernorm [1024, 1024], blocks of 16 rows, its normalization (9 ops per
+  read): 0.43-0.48 -> 0.33-0.35 ms against a copy's 0.29-0.32 (65-68% ->
+  84-92% of it), back to back 0.192-0.196 -> 0.203-0.207 against 0.15 (77%
+  -> 73%). Write prefetches alone kept back to back (0.195) but gained less
+  and less surely after idle (68-87%). The same kernel in C, one row per
+  step, went from 65% to 85% of the copy after idle (68% -> 78% back to back)
+  when it prefetched the next row for reading and writing. Its variance pass
+  (3 ops per read) lost back to back (0.20 -> 0.24 ms) and is not taken.
 
   scf.forall (%i) in (256) {
     %row = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
@@ -65,9 +71,10 @@ from shlo.pass_framework import Pass
 from shlo.passes.cpu.prefetch_matmul_rows import CACHE_LINE_BYTES, L2_LOCALITY
 
 # Vector arithmetic ops per vector read for a loop to host prefetches: a
-# softmax's exp has 88, the bench's chain 80, a layernorm's passes 3 and 9
-# (which lost back to back; see above).
-MIN_ARITHMETIC_PER_READ = 16
+# softmax's exp has 88, a layernorm's variance 3 and normalization 9 (see
+# above), the bench's chain, a stream, 80.
+MIN_BLOCK_ARITHMETIC_PER_READ = 8
+MIN_STREAM_ARITHMETIC_PER_READ = 16
 # How far ahead a stream prefetches.
 PREFETCH_BYTES = 4096
 
@@ -196,7 +203,7 @@ def _prefetch_next_block(forall: ir.Operation) -> None:
         (_arithmetic_per_read(nest, len(reads)), index, nest, reads)
         for index, (nest, reads) in enumerate(passes[1:])
     ]
-    later = [entry for entry in later if entry[0] >= MIN_ARITHMETIC_PER_READ]
+    later = [entry for entry in later if entry[0] >= MIN_BLOCK_ARITHMETIC_PER_READ]
     if not later:
         return
     _, _, host, reads = max(later, key=lambda entry: (entry[0], -entry[1]))
@@ -296,7 +303,7 @@ def _prefetch_streams(function: ir.Operation) -> None:
             continue  # first: most loops stop here, before the walks below
         if ops_named(loop, "scf.for")[1:] or ops_named(loop, "memref.prefetch"):
             continue  # not innermost, or it prefetches the next block already
-        if _arithmetic_per_read(loop, len(reads)) < MIN_ARITHMETIC_PER_READ:
+        if _arithmetic_per_read(loop, len(reads)) < MIN_STREAM_ARITHMETIC_PER_READ:
             continue
         # The top-level op holding the loop; it must be the only one to touch
         # the buffers it reads (else a later pass reads them from cache).

@@ -78,6 +78,58 @@ func.func @second_pass_computes(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %m
 
 // -----
 
+// A later pass that computes 8 ops per vector it reads from the cache (a
+// layernorm's normalization) is enough for blocks: it prefetches the next
+// block of %x and of %y.
+// CHECK-LABEL: func @second_pass_normalizes
+// CHECK: memref.prefetch %{{.+}}, read, locality<2>, data
+// CHECK: memref.prefetch %{{.+}}, write, locality<2>, data
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @second_pass_normalizes(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %m: memref<2xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %p = ub.poison : f32
+  %init = arith.constant dense<0.0> : vector<16xf32>
+  scf.forall (%i) in (5) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
+    %block = memref.subview %x[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    %out_block = memref.subview %y[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    scf.for %r = %c0 to %c2 step %c1 {
+      %s = scf.for %c = %c0 to %c64 step %c16 iter_args(%acc = %init) -> (vector<16xf32>) {
+        %v = memref.subview %block[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %b = arith.maximumf %acc, %a : vector<16xf32>
+        scf.yield %b : vector<16xf32>
+      }
+      %r1 = vector.reduction <maximumf>, %s : vector<16xf32> into f32
+      memref.store %r1, %m[%r] : memref<2xf32>
+    }
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %block[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %e0 = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %e1 = arith.subf %e0, %e0 : vector<16xf32>
+        %e2 = arith.mulf %e1, %e0 : vector<16xf32>
+        %e3 = arith.subf %e2, %e0 : vector<16xf32>
+        %e4 = arith.mulf %e3, %e0 : vector<16xf32>
+        %e5 = arith.subf %e4, %e0 : vector<16xf32>
+        %e6 = arith.mulf %e5, %e0 : vector<16xf32>
+        %e7 = arith.subf %e6, %e0 : vector<16xf32>
+        %e8 = arith.mulf %e7, %e0 : vector<16xf32>
+        %w = memref.subview %out_block[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %e8, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
 // A second pass that mostly loads (2 ops per read) prefetches nothing: the
 // prefetches would take its load slots.
 // CHECK-LABEL: func @second_pass_loads
@@ -215,6 +267,35 @@ func.func @light_stream(%x: memref<4096xf32>, %y: memref<4096xf32>) {
     %e1 = math.exp %e0 : vector<16xf32>
     %e2 = math.exp %e1 : vector<16xf32>
     vector.transfer_write %e2, %w[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32, strided<[1], offset: ?>>
+  }
+  return
+}
+
+// -----
+
+// A stream needs more: 8 ops per read, which a block's later pass takes, is
+// not enough for a loop that reads from memory itself.
+// CHECK-LABEL: func @medium_stream
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @medium_stream(%x: memref<4096xf32>, %y: memref<4096xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c4096 = arith.constant 4096 : index
+  %p = ub.poison : f32
+  scf.for %i = %c0 to %c4096 step %c16 {
+    %v = memref.subview %x[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %w = memref.subview %y[%i] [16] [1] : memref<4096xf32> to memref<16xf32, strided<[1], offset: ?>>
+    %e0 = vector.transfer_read %v[%c0], %p {in_bounds = [true]} : memref<16xf32, strided<[1], offset: ?>>, vector<16xf32>
+    %e1 = arith.subf %e0, %e0 : vector<16xf32>
+    %e2 = arith.mulf %e1, %e0 : vector<16xf32>
+    %e3 = arith.subf %e2, %e0 : vector<16xf32>
+    %e4 = arith.mulf %e3, %e0 : vector<16xf32>
+    %e5 = arith.subf %e4, %e0 : vector<16xf32>
+    %e6 = arith.mulf %e5, %e0 : vector<16xf32>
+    %e7 = arith.subf %e6, %e0 : vector<16xf32>
+    %e8 = arith.mulf %e7, %e0 : vector<16xf32>
+    vector.transfer_write %e8, %w[%c0] {in_bounds = [true]} : vector<16xf32>, memref<16xf32, strided<[1], offset: ?>>
   }
   return
 }
