@@ -50,3 +50,36 @@ func.func @main(%a: {t_a}, %b: {t_b}) -> {t_o} {{
     b = rng.integers(-128, 128, (3, 64, 50)).astype(np.int8)
     got = shlo.compile(source, isolate=False)(a, b)
     np.testing.assert_array_equal(got, np.matmul(a.astype(np.int32), b.astype(np.int32)))
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs", "k"),
+    [(np.int8, np.int8, 3000), (np.uint8, np.uint8, 700), (np.uint8, np.int8, 1100)],
+)
+def test_long_integer_dot_is_exact(lhs, rhs, k) -> None:
+    # Odd products near the types' extremes: a single f32 dot over k would
+    # round sums past 2^24; the pass's chunks each stay exact.
+    m, n = 5, 33
+    a_type, b_type = (
+        tensor_type_text([m, k], ELEMENTS[lhs]),
+        tensor_type_text([k, n], ELEMENTS[rhs]),
+    )
+    out = tensor_type_text([m, n], "i32")
+    source = f"""
+func.func @main(%a: {a_type}, %b: {b_type}) -> {out} {{
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a_type}, {b_type}) -> {out}
+  return %0 : {out}
+}}
+"""
+    rng = np.random.default_rng(3)
+    low_a, high_a = np.iinfo(lhs).min, np.iinfo(lhs).max
+    low_b, high_b = np.iinfo(rhs).min, np.iinfo(rhs).max
+    a = rng.integers(low_a, high_a, (m, k), endpoint=True).astype(lhs)
+    b = rng.integers(low_b, high_b, (k, n), endpoint=True).astype(rhs)
+    a[:2] = high_a if lhs is np.uint8 else -127
+    b[:, :2] = high_b if rhs is np.uint8 else -127
+    a[2] = low_a
+    b[:, 2] = low_b
+    got = shlo.compile(source, isolate=False)(a, b)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    np.testing.assert_array_equal(got, want.astype(np.int32))
