@@ -61,12 +61,19 @@ a call, a same-bytes copy interleaved; back to back in parentheses):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, memref
-from shlo.ir_utils import defining_op, index_constant, ops_named, subview_offsets
+from shlo.ir_utils import (
+    block_of_rows,
+    defining_op,
+    index_constant,
+    is_function_argument,
+    ops_named,
+    subview_offsets,
+    view_chain,
+)
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.prefetch_matmul_rows import CACHE_LINE_BYTES, L2_LOCALITY
 
@@ -79,53 +86,11 @@ MIN_STREAM_ARITHMETIC_PER_READ = 16
 PREFETCH_BYTES = 4096
 
 
-def _is_argument(value: ir.Value) -> bool:
-    """Whether ``value`` is an argument of a function (a buffer the caller owns)."""
-    if not isinstance(value, ir.BlockArgument):
-        return False
-    parent = value.owner.owner
-    return parent is not None and parent.operation.name == "func.func"
-
-
-def _block_of_rows(op: ir.Operation) -> bool:
-    """Whether ``op`` is a subview of a function's buffer that takes whole rows from one
-    dynamic row on: a contiguous block, followed in memory by the next."""
-    if op.name != "memref.subview" or not _is_argument(op.operands[0]):
-        return False
-    source = op.operands[0].type
-    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
-    dynamic = ir.ShapedType.get_dynamic_size()
-    return (
-        source.has_static_shape
-        and len(op.operands) == 2  # one dynamic value: the first offset
-        and offsets[0] == dynamic
-        and all(offset == 0 for offset in offsets[1:])
-        and all(stride == 1 for stride in strides)
-        and sizes[1:] == list(source.shape[1:])
-        and 0 < sizes[0] < source.shape[0]
-    )
-
-
-def _view_chain(value: ir.Value, is_root: Callable[[ir.Value], bool]) -> list[ir.Operation] | None:
-    """The subviews that make ``value`` from a value ``is_root`` accepts, outermost first;
-    None if ``value`` is not such a view."""
-    chain: list[ir.Operation] = []
-    while not is_root(value):
-        producer = defining_op(value)
-        if producer is None or producer.name != "memref.subview":
-            return None
-        chain.insert(0, producer)
-        value = producer.operands[0]
-    return chain
-
-
 def _reads_in(nest: ir.Operation, blocks: list[ir.Value]) -> list[tuple[ir.Operation, list]]:
     """The vector reads under ``nest`` of views of ``blocks``, with their view chains."""
     found = []
     for read in ops_named(nest, "vector.transfer_read"):
-        chain = _view_chain(read.operands[0], lambda value: any(value == b for b in blocks))
+        chain = view_chain(read.operands[0], lambda value: any(value == b for b in blocks))
         if chain is not None:
             found.append((read, chain))
     return found
@@ -192,7 +157,7 @@ def _arithmetic_per_read(nest: ir.Operation, reads: int) -> float:
 def _prefetch_next_block(forall: ir.Operation) -> None:
     body = forall.regions[0].blocks[0]
     top = [op.operation for op in body.operations]
-    blocks = [op for op in top if _block_of_rows(op)]
+    blocks = [op for op in top if block_of_rows(op)]
     values = [op.results[0] for op in blocks]
     passes = [
         (op, reads) for op in top if op.name == "scf.for" and (reads := _reads_in(op, values))
@@ -228,7 +193,7 @@ def _prefetch_next_block(forall: ir.Operation) -> None:
 def _function_view_chain(value: ir.Value) -> list[ir.Operation]:
     """The subviews that make ``value`` from a function's buffer, outermost first; empty if
     ``value`` is not such a view."""
-    return _view_chain(value, _is_argument) or []
+    return view_chain(value, is_function_argument) or []
 
 
 def _stream_access(access: ir.Operation, index: ir.Value) -> tuple[ir.Operation, int] | None:

@@ -6,7 +6,7 @@ by name and built with ``ir.Operation.create``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,6 +116,48 @@ def subview_offsets(subview: ir.Operation) -> list[ir.Value | int]:
     marker = ir.ShapedType.get_dynamic_size()
     static = ir.DenseI64ArrayAttr(subview.attributes["static_offsets"])
     return [next(dynamic) if offset == marker else offset for offset in static]
+
+
+def is_function_argument(value: ir.Value) -> bool:
+    """Whether ``value`` is an argument of a function (a buffer the caller owns)."""
+    if not isinstance(value, ir.BlockArgument):
+        return False
+    parent = value.owner.owner
+    return parent is not None and parent.operation.name == "func.func"
+
+
+def block_of_rows(op: ir.Operation) -> bool:
+    """Whether ``op`` is a subview of a function's buffer that takes whole rows from one
+    dynamic row on: a contiguous block, followed in memory by the next."""
+    if op.name != "memref.subview" or not is_function_argument(op.operands[0]):
+        return False
+    source = op.operands[0].type
+    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    dynamic = ir.ShapedType.get_dynamic_size()
+    return (
+        source.has_static_shape
+        and len(op.operands) == 2  # one dynamic value: the first offset
+        and offsets[0] == dynamic
+        and all(offset == 0 for offset in offsets[1:])
+        and all(stride == 1 for stride in strides)
+        and sizes[1:] == list(source.shape[1:])
+        and 0 < sizes[0] < source.shape[0]
+    )
+
+
+def view_chain(value: ir.Value, is_root: Callable[[ir.Value], bool]) -> list[ir.Operation] | None:
+    """The subviews that make ``value`` from a value ``is_root`` accepts, outermost first;
+    None if ``value`` is not such a view."""
+    chain: list[ir.Operation] = []
+    while not is_root(value):
+        producer = defining_op(value)
+        if producer is None or producer.name != "memref.subview":
+            return None
+        chain.insert(0, producer)
+        value = producer.operands[0]
+    return chain
 
 
 def index_constant(value: int) -> ir.Value:
