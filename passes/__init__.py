@@ -77,6 +77,7 @@ _PASS_CLASSES = {
     "shlo-prefetch-ahead": "cpu.prefetch_ahead:PrefetchAheadPass",
     "shlo-store-booleans-as-bytes": "linalg.store_booleans_as_bytes:StoreBooleansAsBytesPass",
     "shlo-reciprocal-division": "cpu.reciprocal_division:ReciprocalDivisionPass",
+    "shlo-temporaries-in-output-blocks": "cpu.temporaries_in_output_blocks:TemporariesInOutputBlocksPass",
     "shlo-remove-dynamism": "frontend.remove_dynamism:RemoveDynamismPass",
     "shlo-remove-fusion-fences": "linalg.remove_fusion_fences:RemoveFusionFencesPass",
     "shlo-saturate-float-to-int": "decompose.saturate_float_to_int:SaturateFloatToIntPass",

@@ -258,6 +258,36 @@ def test_row_groups_run_one_block_of_rows_at_a_time(function, args, threads: int
     check(function, *args, threads=threads, rtol=2e-6)
 
 
+def loop_ir(function, *args, element: str, including: bool, threads: int = 1) -> str:
+    """The module after the CPU pipeline's elements up to ``element`` (or through it)."""
+    text = export.export(jax.jit(function))(*args).mlir_module()
+    module = shlo.load_module(text)
+    elements = CpuPipeline(strategy=VECTORIZED, threads=threads).elements()
+    upto = elements[: elements.index(element) + including]
+    run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *upto])
+    return str(module)
+
+
+def softmax_and_exponentials(x):
+    e = jnp.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True), e
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_row_blocks_exponentials_live_in_its_output_block(threads: int) -> None:
+    # softmax over [1024, 4096] in blocks of rows: exp(x - max) is written
+    # into the output block, which the divide then updates in place.
+    x = floats(1024, 4096)
+    element = "shlo-temporaries-in-output-blocks"
+    before = loop_ir(softmax, x, element=element, including=False, threads=threads)
+    after = loop_ir(softmax, x, element=element, including=True, threads=threads)
+    block = re.compile(r"memref\.alloc\(\)[^\n]*: memref<\d+x4096xf32>")
+    assert block.search(before) and not block.search(after)
+    check(softmax, x, threads=threads, rtol=2e-6)
+    # When the exponentials are a result too, the block keeps its own buffer.
+    check(softmax_and_exponentials, x, threads=threads, rtol=2e-6)
+
+
 def test_row_groups_that_fit_in_the_cache_stay_separate_loop_nests() -> None:
     # 2 MB of values stay in the L2 cache between the nests: no loop over blocks
     # of rows. Three times as many are fused.

@@ -108,6 +108,9 @@ class CodegenStrategy:
             return list(self.loop_passes)
         return [
             *self.loop_passes,
+            # A block of rows' temporary (a softmax's exp) in the output
+            # block that its last pass overwrites.
+            "shlo-temporaries-in-output-blocks",
             # A row divided by its sum or norm: one reciprocal and multiplies,
             # as XLA does, within one float of the division.
             "shlo-reciprocal-division",
