@@ -1,5 +1,5 @@
-"""Integer dots into i32 through the CPU pipeline (narrow operands widened by
-shlo-widen-integer-dots, then the i32 matmul recipe), checked against numpy."""
+"""Integer dots into i32 through the CPU pipeline (shlo-widen-integer-dots: exact f32
+dots, or operands widened to i32 for the i32 matmul recipe), checked against numpy."""
 
 from __future__ import annotations
 
@@ -11,22 +11,25 @@ from shlo.ir_utils import tensor_type_text
 ELEMENTS = {np.int8: "i8", np.uint8: "ui8", np.int16: "i16", np.int32: "i32"}
 
 
-@pytest.mark.parametrize(
-    ("lhs", "rhs"), [(np.int8, np.int8), (np.uint8, np.int8), (np.int16, np.uint8)]
-)
-def test_integer_matmul_into_i32(lhs, rhs) -> None:
-    m, k, n = 130, 257, 70
-    a_type, b_type = (
-        tensor_type_text([m, k], ELEMENTS[lhs]),
-        tensor_type_text([k, n], ELEMENTS[rhs]),
-    )
+def matmul_into_i32(lhs, rhs, m: int, k: int, n: int) -> str:
+    """A [m, k] x [k, n] dot_general of ``lhs`` and ``rhs`` elements into i32."""
+    a_type = tensor_type_text([m, k], ELEMENTS[lhs])
+    b_type = tensor_type_text([k, n], ELEMENTS[rhs])
     out = tensor_type_text([m, n], "i32")
-    source = f"""
+    return f"""
 func.func @main(%a: {a_type}, %b: {b_type}) -> {out} {{
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a_type}, {b_type}) -> {out}
   return %0 : {out}
 }}
 """
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs"), [(np.int8, np.int8), (np.uint8, np.int8), (np.int16, np.uint8)]
+)
+def test_integer_matmul_into_i32(lhs, rhs) -> None:
+    m, k, n = 130, 257, 70
+    source = matmul_into_i32(lhs, rhs, m, k, n)
     rng = np.random.default_rng(0)
     a = rng.integers(np.iinfo(lhs).min, np.iinfo(lhs).max, (m, k), endpoint=True).astype(lhs)
     b = rng.integers(np.iinfo(rhs).min, np.iinfo(rhs).max, (k, n), endpoint=True).astype(rhs)
@@ -60,17 +63,7 @@ def test_long_integer_dot_is_exact(lhs, rhs, k) -> None:
     # Odd products near the types' extremes: a single f32 dot over k would
     # round sums past 2^24; the pass's chunks each stay exact.
     m, n = 5, 33
-    a_type, b_type = (
-        tensor_type_text([m, k], ELEMENTS[lhs]),
-        tensor_type_text([k, n], ELEMENTS[rhs]),
-    )
-    out = tensor_type_text([m, n], "i32")
-    source = f"""
-func.func @main(%a: {a_type}, %b: {b_type}) -> {out} {{
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a_type}, {b_type}) -> {out}
-  return %0 : {out}
-}}
-"""
+    source = matmul_into_i32(lhs, rhs, m, k, n)
     rng = np.random.default_rng(3)
     low_a, high_a = np.iinfo(lhs).min, np.iinfo(lhs).max
     low_b, high_b = np.iinfo(rhs).min, np.iinfo(rhs).max
