@@ -27,7 +27,9 @@ block of rows of a function's buffer of the same shape when:
 - each tile written is read from the temporary, at the same place, earlier
   in the same loop body;
 - nothing else in the step uses the function's buffer (an input block of the
-  same array, when a result was written over an input).
+  same array, when a result was written over an input), and no other
+  argument views it: a private function's callers pass it a buffer of its
+  own, allocated there or the entry's (whose results are fresh arrays).
 
   %t = memref.alloc() : memref<2x4096xf32>
   scf.for ... { ... vector.transfer_write %e, (subview %t[%r, %c]) ... }   // exp
@@ -45,7 +47,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import block_of_rows, constant_index, defining_op, ops_named, subview_offsets
+from shlo.ir_utils import (
+    block_of_rows,
+    constant_index,
+    defining_op,
+    is_private,
+    ops_named,
+    string_value,
+    subview_offsets,
+    viewed_buffer,
+)
 from shlo.pass_framework import Pass
 
 
@@ -194,6 +205,35 @@ def _only_view_of_its_buffer(output: ir.Operation, body: ir.Block) -> bool:
     )
 
 
+def _distinct_buffer(argument: ir.Value, module: ir.Operation) -> bool:
+    """Whether the function argument ``argument`` is a buffer no other argument views.
+
+    The entry function's buffers are the caller's inputs and fresh result
+    arrays. A private function's argument must come, at every call, from a
+    buffer allocated there or from the entry's, shared with no other operand.
+    """
+    function = argument.owner.owner.operation
+    if not is_private(function):
+        return True
+    name = string_value(function.attributes["sym_name"])
+    index = ir.BlockArgument(argument).arg_number
+    for call in ops_named(module, "func.call"):
+        if ir.FlatSymbolRefAttr(call.attributes["callee"]).value != name:
+            continue
+        roots = [viewed_buffer(operand) for operand in call.operands]
+        root = roots[index]
+        if any(other == root for i, other in enumerate(roots) if i != index):
+            return False
+        producer = defining_op(root)
+        if producer is None:
+            caller = root.owner.owner.operation
+            if is_private(caller):
+                return False
+        elif producer.name != "memref.alloc":
+            return False
+    return True
+
+
 def _defined_before(op: ir.Operation, position: dict, index: int) -> bool:
     """Whether every operand of ``op`` is defined before the op at ``index`` of its block."""
     for operand in op.operands:
@@ -213,7 +253,7 @@ def _move_into(temporary: ir.Operation, output: ir.Operation) -> None:
     temporary.erase()
 
 
-def _rewrite_step(body: ir.Block) -> None:
+def _rewrite_step(body: ir.Block, module: ir.Operation) -> None:
     top = [op.operation for op in body.operations]
     position = {op: index for index, op in enumerate(top)}
     temporaries = [op for op in top if _temporary(op)]
@@ -224,6 +264,8 @@ def _rewrite_step(body: ir.Block) -> None:
             continue
         (last,) = users
         if last not in position or not _only_view_of_its_buffer(output, body):
+            continue
+        if not _distinct_buffer(output.operands[0], module):
             continue
         for temporary in temporaries:
             if temporary.results[0].type.shape != output.results[0].type.shape or str(
@@ -256,4 +298,4 @@ class TemporariesInOutputBlocksPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         for forall in ops_named(module, "scf.forall"):
-            _rewrite_step(forall.regions[0].blocks[0])
+            _rewrite_step(forall.regions[0].blocks[0], module)

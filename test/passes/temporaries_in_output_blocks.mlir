@@ -58,6 +58,106 @@ func.func @softmax_block(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %s: f32) 
 
 // -----
 
+// The same step in a private kernel, whose caller passes buffers of their
+// own: rewritten.
+// CHECK-LABEL: func private @kernel
+// CHECK-NOT: memref.alloc
+// CHECK: return
+func.func private @kernel(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %p = ub.poison : f32
+  scf.forall (%i) in (5) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
+    %block = memref.subview %x[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    %t = memref.alloc() {alignment = 64 : i64} : memref<2x64xf32>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %block[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %e = math.exp %a : vector<16xf32>
+        %w = memref.subview %t[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %e, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    %out = memref.subview %y[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %t[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %sv = vector.broadcast %s : f32 to vector<16xf32>
+        %q = arith.divf %a, %sv : vector<16xf32>
+        %w = memref.subview %out[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %q, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    memref.dealloc %t : memref<2x64xf32>
+  }
+  return
+}
+
+func.func @caller(%s: f32) {
+  %a = memref.alloc() : memref<10x64xf32>
+  %b = memref.alloc() : memref<10x64xf32>
+  call @kernel(%a, %b, %s) : (memref<10x64xf32>, memref<10x64xf32>, f32) -> ()
+  return
+}
+
+// -----
+
+// The caller passes the same buffer as the input and the output (through
+// a view): the temporary would overwrite the input. Unchanged.
+// CHECK-LABEL: func private @kernel
+// CHECK: memref.alloc
+// CHECK: memref.dealloc
+func.func private @kernel(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %p = ub.poison : f32
+  scf.forall (%i) in (5) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
+    %block = memref.subview %x[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    %t = memref.alloc() {alignment = 64 : i64} : memref<2x64xf32>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %block[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %e = math.exp %a : vector<16xf32>
+        %w = memref.subview %t[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %e, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    %out = memref.subview %y[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %t[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %sv = vector.broadcast %s : f32 to vector<16xf32>
+        %q = arith.divf %a, %sv : vector<16xf32>
+        %w = memref.subview %out[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %q, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    memref.dealloc %t : memref<2x64xf32>
+  }
+  return
+}
+
+func.func @caller(%s: f32) {
+  %a = memref.alloc() : memref<10x64xf32>
+  %v = memref.cast %a : memref<10x64xf32> to memref<10x64xf32>
+  call @kernel(%a, %v, %s) : (memref<10x64xf32>, memref<10x64xf32>, f32) -> ()
+  return
+}
+
+// -----
+
 // The last pass updates only the first row of the block: the second row of
 // the output would be left holding the temporary. Unchanged.
 // CHECK-LABEL: func @first_row_only
