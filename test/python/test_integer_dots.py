@@ -11,11 +11,11 @@ from shlo.ir_utils import tensor_type_text
 ELEMENTS = {np.int8: "i8", np.uint8: "ui8", np.int16: "i16", np.int32: "i32"}
 
 
-def matmul_into_i32(lhs, rhs, m: int, k: int, n: int) -> str:
-    """A [m, k] x [k, n] dot_general of ``lhs`` and ``rhs`` elements into i32."""
+def matmul_into_i32(lhs, rhs, m: int, k: int, n: int, result: str = "i32") -> str:
+    """A [m, k] x [k, n] dot_general of ``lhs`` and ``rhs`` elements into ``result``."""
     a_type = tensor_type_text([m, k], ELEMENTS[lhs])
     b_type = tensor_type_text([k, n], ELEMENTS[rhs])
-    out = tensor_type_text([m, n], "i32")
+    out = tensor_type_text([m, n], result)
     return f"""
 func.func @main(%a: {a_type}, %b: {b_type}) -> {out} {{
   %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a_type}, {b_type}) -> {out}
@@ -76,3 +76,18 @@ def test_long_integer_dot_is_exact(lhs, rhs, k) -> None:
     got = shlo.compile(source, isolate=False)(a, b)
     want = a.astype(np.int64) @ b.astype(np.int64)
     np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_negative_sums_into_ui32_wrap() -> None:
+    # Signed products summed into an unsigned result: modulo 2^32, as the
+    # accumulation in ui32 gives, where a float's conversion would saturate.
+    k = 2500  # two chunks
+    source = matmul_into_i32(np.int8, np.int8, 4, k, 5, result="ui32")
+    rng = np.random.default_rng(4)
+    a = rng.integers(-128, 128, (4, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, 5)).astype(np.int8)
+    a[0], b[:, 0] = -128, 127  # a large negative sum
+    got = shlo.compile(source, isolate=False)(a, b)
+    want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.uint32)
+    assert got.dtype == np.uint32
+    np.testing.assert_array_equal(got, want)
