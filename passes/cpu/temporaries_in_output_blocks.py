@@ -24,8 +24,8 @@ block of rows of a function's buffer of the same shape when:
   dimension's offset is 0 at the full size, or the induction variable of a
   loop from 0 to the block's size in steps of the tile's (so every element is
   written once, and no tile is read after another iteration wrote it);
-- each tile written is read from the temporary, at the same place, earlier
-  in the same loop body;
+- it reads the temporary at exactly the tiles it writes, each written once,
+  under no condition, and read earlier in the same loop body;
 - nothing else in the step uses the function's buffer (an input block of the
   same array, when a result was written over an input), and no other
   argument views it: a private function's callers pass it a buffer of its
@@ -114,10 +114,9 @@ def _tiles_the_block(access: ir.Operation, view: ir.Operation, nest: ir.Operatio
     op = access
     while op != nest:
         op = op.parent.operation
-        if op.name == "scf.for":
-            loops.append(op)
-        elif op.name not in ("scf.if",):
-            return False
+        if op.name != "scf.for":
+            return False  # under a condition a tile may not be written
+        loops.append(op)
     variables = {loop.regions[0].blocks[0].arguments[0]: loop for loop in loops}
     used = set()
     for offset, size, extent in zip(offsets, sizes, block_shape):
@@ -186,7 +185,9 @@ def _updates_in_place(nest: ir.Operation, temporary: ir.Value, output: ir.Value)
             for read, read_view in reads
         ):
             return False
-    return len({_place(r, v) for r, v in reads}) == len(reads)
+    read_places = [_place(r, v) for r, v in reads]
+    write_places = [_place(w, v) for w, v in writes]
+    return len(set(write_places)) == len(writes) and set(read_places) == set(write_places)
 
 
 def _is_in(op: ir.Operation, ancestor: ir.Operation) -> bool:

@@ -235,6 +235,90 @@ func.func @transposed(%x: memref<20x4xf32>, %y: memref<20x4xf32>) {
 
 // -----
 
+// The last pass also reads each element's transposed place, which an
+// earlier iteration may have overwritten in place (it writes its own place
+// twice, as many writes as reads). Unchanged.
+// CHECK-LABEL: func @reads_elsewhere
+// CHECK: memref.alloc
+// CHECK: memref.dealloc
+func.func @reads_elsewhere(%x: memref<20x4xf32>, %y: memref<20x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %p = ub.poison : f32
+  scf.forall (%i) in (5) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 4)>(%i)
+    %block = memref.subview %x[%row, 0] [4, 4] [1, 1] : memref<20x4xf32> to memref<4x4xf32, strided<[4, 1], offset: ?>>
+    %t = memref.alloc() {alignment = 64 : i64} : memref<4x4xf32>
+    scf.for %a = %c0 to %c4 step %c1 {
+      scf.for %b = %c0 to %c4 step %c1 {
+        %v = memref.subview %block[%a, %b] [1, 1] [1, 1] : memref<4x4xf32, strided<[4, 1], offset: ?>> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        %e = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x1xf32, strided<[4, 1], offset: ?>>, vector<1xf32>
+        %w = memref.subview %t[%a, %b] [1, 1] [1, 1] : memref<4x4xf32> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        vector.transfer_write %e, %w[%c0, %c0] {in_bounds = [true]} : vector<1xf32>, memref<1x1xf32, strided<[4, 1], offset: ?>>
+      }
+    }
+    %out = memref.subview %y[%row, 0] [4, 4] [1, 1] : memref<20x4xf32> to memref<4x4xf32, strided<[4, 1], offset: ?>>
+    scf.for %a = %c0 to %c4 step %c1 {
+      scf.for %b = %c0 to %c4 step %c1 {
+        %v = memref.subview %t[%a, %b] [1, 1] [1, 1] : memref<4x4xf32> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        %e = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x1xf32, strided<[4, 1], offset: ?>>, vector<1xf32>
+        %u = memref.subview %t[%b, %a] [1, 1] [1, 1] : memref<4x4xf32> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        %f = vector.transfer_read %u[%c0, %c0], %p {in_bounds = [true]} : memref<1x1xf32, strided<[4, 1], offset: ?>>, vector<1xf32>
+        %g = arith.addf %e, %f : vector<1xf32>
+        %w = memref.subview %out[%a, %b] [1, 1] [1, 1] : memref<4x4xf32, strided<[4, 1], offset: ?>> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        vector.transfer_write %g, %w[%c0, %c0] {in_bounds = [true]} : vector<1xf32>, memref<1x1xf32, strided<[4, 1], offset: ?>>
+        %w2 = memref.subview %out[%a, %b] [1, 1] [1, 1] : memref<4x4xf32, strided<[4, 1], offset: ?>> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        vector.transfer_write %g, %w2[%c0, %c0] {in_bounds = [true]} : vector<1xf32>, memref<1x1xf32, strided<[4, 1], offset: ?>>
+      }
+    }
+    memref.dealloc %t : memref<4x4xf32>
+  }
+  return
+}
+
+// -----
+
+// The last pass writes under a condition: where it does not, the output
+// would keep the temporary. Unchanged.
+// CHECK-LABEL: func @conditional_write
+// CHECK: memref.alloc
+// CHECK: memref.dealloc
+func.func @conditional_write(%cond: i1, %x: memref<20x4xf32>, %y: memref<20x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %p = ub.poison : f32
+  scf.forall (%i) in (5) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 4)>(%i)
+    %block = memref.subview %x[%row, 0] [4, 4] [1, 1] : memref<20x4xf32> to memref<4x4xf32, strided<[4, 1], offset: ?>>
+    %t = memref.alloc() {alignment = 64 : i64} : memref<4x4xf32>
+    scf.for %a = %c0 to %c4 step %c1 {
+      scf.for %b = %c0 to %c4 step %c1 {
+        %v = memref.subview %block[%a, %b] [1, 1] [1, 1] : memref<4x4xf32, strided<[4, 1], offset: ?>> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        %e = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x1xf32, strided<[4, 1], offset: ?>>, vector<1xf32>
+        %w = memref.subview %t[%a, %b] [1, 1] [1, 1] : memref<4x4xf32> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+        vector.transfer_write %e, %w[%c0, %c0] {in_bounds = [true]} : vector<1xf32>, memref<1x1xf32, strided<[4, 1], offset: ?>>
+      }
+    }
+    %out = memref.subview %y[%row, 0] [4, 4] [1, 1] : memref<20x4xf32> to memref<4x4xf32, strided<[4, 1], offset: ?>>
+    scf.for %a = %c0 to %c4 step %c1 {
+      scf.for %b = %c0 to %c4 step %c1 {
+        scf.if %cond {
+          %v = memref.subview %t[%a, %b] [1, 1] [1, 1] : memref<4x4xf32> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+          %e = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x1xf32, strided<[4, 1], offset: ?>>, vector<1xf32>
+          %w = memref.subview %out[%a, %b] [1, 1] [1, 1] : memref<4x4xf32, strided<[4, 1], offset: ?>> to memref<1x1xf32, strided<[4, 1], offset: ?>>
+          vector.transfer_write %e, %w[%c0, %c0] {in_bounds = [true]} : vector<1xf32>, memref<1x1xf32, strided<[4, 1], offset: ?>>
+        }
+      }
+    }
+    memref.dealloc %t : memref<4x4xf32>
+  }
+  return
+}
+
+// -----
+
 // The output was written over the input (the same buffer %x): the first
 // pass reads %x's block after the temporary would have overwritten it.
 // Unchanged.
