@@ -19,12 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import (
-    COPY_RHS_BLOCKS,
-    DOT_ROWS,
-    FUSED_TRANSPOSE,
-    PARTIAL_TILES,
-)
+from shlo.backends.cpu.codegen_recipes import DOT_ROWS, FUSED_TRANSPOSE, PARTIAL_TILES
 from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 
@@ -52,7 +47,6 @@ _TAGS = (
     "shlo.row_op",
     PARTIAL_TILES,
     FUSED_TRANSPOSE,
-    COPY_RHS_BLOCKS,
     DOT_ROWS,
 )
 

@@ -47,7 +47,6 @@ from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, linalg
 from shlo.backends.cpu.codegen_recipes import (
-    COPY_RHS_BLOCKS,
     DOT_ROWS,
     FUSED_TRANSPOSE,
     NARROW_MATMULS,
@@ -185,26 +184,6 @@ def fused_transposes(op: ir.Operation, threads: int) -> list[ir.Operation]:
     return found
 
 
-# A matmul of at least this many rows copies each (k_tile x columns) block
-# of a plain rhs before its register tiles walk it (``COPY_RHS_BLOCKS``):
-# read in place, each k step of a wide rhs is a new page, and power-of-two
-# widths share a few L1 sets; a fused transpose's blocks are copies already.
-# Measured (GFLOP/s, in place -> copied): [128, 768] x [768, 3072] 255 ->
-# 282-300, [1024]^3 262 -> 322-355, [256, 1024] x [1024, 4096] 202 ->
-# 305-347; with fewer rows the copy costs more than it saves: [64, 768] x
-# [768, 3072] 213 -> 207, [16, 768] x [768, 3072] 163 -> 104, [64, 1024] x
-# [1024, 1024] 281 -> 229.
-MIN_ROWS_TO_COPY_RHS = 128
-
-
-def _copies_rhs_blocks(op: ir.Operation, fused: list[ir.Operation]) -> bool:
-    """Whether ``op``, a linalg.matmul of many rows, reads a plain rhs (not a fused transpose)."""
-    if op.name != "linalg.matmul" or any(f.results[0] == op.operands[1] for f in fused):
-        return False
-    shape = static_shape(op.results[0])
-    return shape is not None and shape[0] >= MIN_ROWS_TO_COPY_RHS
-
-
 @dataclass(frozen=True)
 class OutlineContractionsPass(Pass):
     """Outline matmuls and convolutions, with their fills, one function per distinct one."""
@@ -228,8 +207,6 @@ class OutlineContractionsPass(Pass):
             for transpose in transposes:
                 if transpose.name == "linalg.generic":
                     transpose.attributes[FUSED_TRANSPOSE] = ir.UnitAttr.get()
-            if _copies_rhs_blocks(op, transposes):
-                op.attributes[COPY_RHS_BLOCKS] = ir.UnitAttr.get()
             chain = init_chain(op, op.operands[len(op.operands) - 1])
             ops = sorted([*transposes, *chain], key=functools.cmp_to_key(_block_order))
             outline(module, [*ops, op], f"{PREFIX}{len(functions)}", functions)

@@ -640,28 +640,6 @@ def test_matmul_thread_tiles_balance_the_threads(
     assert matmul_thread_tile(shape, threads) == tile
 
 
-def plain_matmul(m: int, k: int, n: int) -> str:
-    a, b, out = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
-    return f"""
-func.func @main(%a: {a}, %b: {b}) -> {out} {{
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {out}
-  return %0 : {out}
-}}
-"""
-
-
-@pytest.mark.parametrize(("rows", "copied"), [(128, True), (64, False)])
-def test_matmuls_of_many_rows_copy_each_block_of_the_rhs(rows: int, copied: bool) -> None:
-    # A (k_tile x 128) block of the rhs in a buffer of its own, which the
-    # register tiles of 128 rows then walk; with 64 rows the copy costs more
-    # than it saves, and the tiles read the rhs in place.
-    source = plain_matmul(rows, 768, 3072)
-    block = re.compile(r"memref\.alloc\(\)[^\n]*: memref<256x128xf32>")
-    assert bool(block.search(lowered_loops(source))) == copied
-    got, (a, b) = run_f32(source, (rows, 768), (768, 3072))
-    assert_close_f32(got, a @ b, 768)
-
-
 def test_matmul_of_257_rows_splits_its_rows_evenly() -> None:
     module = shlo.load_module(matmul_source(257, 64, 384))
     pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=2)

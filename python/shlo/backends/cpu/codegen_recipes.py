@@ -127,9 +127,6 @@ def _match_32_bit(
 # Marks a transpose that feeds a contraction: the recipe computes it one
 # (k_tile x thread tile) block at a time, in cache, instead of all at once.
 FUSED_TRANSPOSE = "shlo.fused_transpose"
-# A matmul that copies each (k_tile x columns) block of its rhs before its
-# register tiles walk it (shlo-outline-contractions decides).
-COPY_RHS_BLOCKS = "shlo.copy_rhs_blocks"
 
 # Marks a matmul of few rows and a transposed f32 weight, rewritten as dot
 # products of the weight's rows (see shlo-outline-contractions).
@@ -265,16 +262,7 @@ def _vectorize_contraction(
         f"  transform.apply_patterns to %forall {{\n"
         "    transform.apply_patterns.tensor.fold_tensor_empty\n"
         f"  }} : {any_op}\n",
-        # A matmul tagged by shlo-outline-contractions copies each block of
-        # its rhs into a buffer of its own first (a nofold pad by nothing).
-        f"  %copied = transform.structured.match attributes {{{COPY_RHS_BLOCKS}}} in %kloop"
-        f" : ({any_op}) -> {any_op}\n"
-        f"  %kblock_copied, %pad, %copy = transform.structured.pad %copied"
-        f" {{padding_dimensions = [{batch + 1}, {batch + 2}], nofold_flags = [0, 1, 0],"
-        f' copy_back_op = "none"}} : ({any_op}) -> ({any_op}, {any_op}, {any_op})\n'
-        f'  %kblock = transform.structured.match ops{{["{op_name}"]}} in %kloop'
-        f" : ({any_op}) -> {any_op}\n",
-        f"  %reg, %loops:{batch + 3} = transform.structured.tile_using_for %kblock"
+        f"  %reg, %loops:{batch + 3} = transform.structured.tile_using_for %ktile"
         f" tile_sizes {sizes_text(ones + register_tile + (1,))}"
         f" : ({any_op}) -> ({', '.join([any_op] * (batch + 4))})\n",
         # Inner loop first: peeling the outer one copies the inner one's halves.
