@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defining_op, is_private, ops_named, viewed_buffer
+from shlo.ir_utils import defining_op, is_private, ops_named, viewed_buffer, within
 from shlo.pass_framework import Pass
 
 KERNEL_PREFIX = "shlo_kernel_"
@@ -259,15 +259,6 @@ def takes_bare_pointers(function: ir.Operation) -> bool:
     return not any(viewed_buffer(dealloc.operands[0]) in arguments for dealloc in deallocs)
 
 
-def _within(op: ir.Operation, roots: list[ir.Operation]) -> bool:
-    """Whether ``op`` is one of ``roots`` or nested in one (Operations hash by identity)."""
-    while op is not None:
-        if any(op == root for root in roots):
-            return True
-        op = op.parent
-    return False
-
-
 def outline(
     module: ir.Operation,
     ops: list[ir.Operation],
@@ -297,7 +288,7 @@ def outline(
     outside_uses = {}
     for op in ops:
         for result in op.results:
-            uses = [u for u in result.uses if not _within(u.owner.operation, ops)]
+            uses = [u for u in result.uses if not within(u.owner.operation, ops)]
             if uses:
                 outside_uses[result] = uses
     results = list(outside_uses)

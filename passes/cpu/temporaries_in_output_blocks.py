@@ -56,6 +56,7 @@ from shlo.ir_utils import (
     string_value,
     subview_offsets,
     viewed_buffer,
+    within,
 )
 from shlo.pass_framework import Pass
 
@@ -156,16 +157,16 @@ def _place(access: ir.Operation, view: ir.Operation) -> tuple:
 
 def _updates_in_place(nest: ir.Operation, temporary: ir.Value, output: ir.Value) -> bool:
     """Whether ``nest`` reads ``temporary`` and writes ``output`` only through whole-vector
-    transfers at single subviews that tile the block, and writes each tile of ``output``
-    right after it read the same tile of ``temporary``, in the same loop body: then, with
-    one buffer for both, each tile is read before it is overwritten, and every element is
+    transfers at single subviews that tile the block, reads exactly the tiles it writes,
+    and writes each tile once, after reading it, in the same loop body: then, with one
+    buffer for both, each tile is read before it is overwritten, and every element is
     overwritten."""
     reads = []
     writes = []
     for root, wanted in ((temporary, "vector.transfer_read"), (output, "vector.transfer_write")):
         for use in root.uses:
             view = use.owner
-            if not _is_in(view, nest):
+            if not within(view, [nest]):
                 continue
             if view.name != "memref.subview":
                 return False
@@ -188,14 +189,6 @@ def _updates_in_place(nest: ir.Operation, temporary: ir.Value, output: ir.Value)
     read_places = [_place(r, v) for r, v in reads]
     write_places = [_place(w, v) for w, v in writes]
     return len(set(write_places)) == len(writes) and set(read_places) == set(write_places)
-
-
-def _is_in(op: ir.Operation, ancestor: ir.Operation) -> bool:
-    while op is not None:
-        if op == ancestor:
-            return True
-        op = op.parent.operation if op.parent is not None else None
-    return False
 
 
 def _only_view_of_its_buffer(output: ir.Operation, body: ir.Block) -> bool:

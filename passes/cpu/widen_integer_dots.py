@@ -100,6 +100,12 @@ def _exact_f32_dot(op: ir.Operation, chunks: list[tuple[int, int]]) -> ir.Value:
     f32_result = ir.RankedTensorType.get(list(result_type.shape), f32)
     numbers = dot_numbers(op)
     attributes = attribute_dict(op)
+    # Whole operands for one chunk, else slices along the contracted dimension.
+    lhs_dim, rhs_dim = (
+        (numbers["lhs_contracting_dimensions"][0], numbers["rhs_contracting_dimensions"][0])
+        if len(chunks) > 1
+        else (None, None)
+    )
 
     def piece(value: ir.Value, dimension: int | None, start: int, end: int) -> ir.Value:
         shape = ir.RankedTensorType(value.type).shape
@@ -111,8 +117,6 @@ def _exact_f32_dot(op: ir.Operation, chunks: list[tuple[int, int]]) -> ir.Value:
 
     total = None
     for start, end in chunks:
-        lhs_dim = numbers["lhs_contracting_dimensions"][0] if len(chunks) > 1 else None
-        rhs_dim = numbers["rhs_contracting_dimensions"][0] if len(chunks) > 1 else None
         dot = create_value(
             "stablehlo.dot_general",
             [piece(lhs, lhs_dim, start, end), piece(rhs, rhs_dim, start, end)],

@@ -147,6 +147,15 @@ def block_of_rows(op: ir.Operation) -> bool:
     )
 
 
+def within(op: ir.Operation, roots: Sequence[ir.Operation]) -> bool:
+    """Whether ``op`` is one of ``roots`` or nested in one (Operations hash by identity)."""
+    while op is not None:
+        if any(op == root for root in roots):
+            return True
+        op = op.parent
+    return False
+
+
 def view_chain(value: ir.Value, is_root: Callable[[ir.Value], bool]) -> list[ir.Operation] | None:
     """The subviews that make ``value`` from a value ``is_root`` accepts, outermost first;
     None if ``value`` is not such a view."""
