@@ -57,6 +57,7 @@ _PASS_CLASSES = {
     "shlo-lower-reverse": "cpu.lower_reverse:LowerReversePass",
     "shlo-lower-rng": "decompose.lower_rng:LowerRngPass",
     "shlo-lower-scatter": "decompose.lower_scatter:LowerScatterPass",
+    "shlo-keep-loops-rolled": "cpu.keep_loops_rolled:KeepLoopsRolledPass",
     "shlo-lower-scalar-transfers": "cpu.lower_scalar_transfers:LowerScalarTransfersPass",
     "shlo-lower-select-and-scatter": "decompose.lower_select_and_scatter:LowerSelectAndScatterPass",
     "shlo-lower-sort": "decompose.lower_sort:LowerSortPass",

@@ -137,6 +137,9 @@ class CodegenStrategy:
             "shlo-lower-scalar-transfers",
             "func.func(lower-vector-mask)",
             "canonicalize",
+            # LLVM unrolls innermost loops only: copies of whole loop nests
+            # cost it more time than they save at run time.
+            "shlo-keep-loops-rolled",
         ]
 
 
