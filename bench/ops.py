@@ -33,6 +33,9 @@ from bench.timing import interleaved_medians
 
 # name -> (function, arguments, relative tolerance) at a size (1: full, small for --quick)
 Op = tuple[Callable[..., Any], tuple[Any, ...], float]
+# Ops on f64: exported, checked and timed with jax's x64 mode on (off, jax
+# computes in f32).
+X64_OPS = frozenset({"f64_matmul"})
 
 
 def _ints(high: int, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -131,6 +134,15 @@ def ops(small: bool) -> dict[str, Op]:
         "top_k": (lambda x: lax.top_k(x, 50)[0], (models.normal((8, 50257 // s)),), 0.0),
         "argsort": (lambda x: jnp.argsort(x, -1), (models.normal((64, 1024 // s)),), 0.0),
         "fft": (lambda x: jnp.fft.fft(x), (_complex((64, 4096 // s)),), 1e-4),
+        # f64 ops run with jax's x64 mode on (X64_OPS).
+        "f64_matmul": (
+            lambda a, b: a @ b,
+            (
+                models.normal((512 // s, 512)).astype(np.float64),
+                models.normal((512, 512 // s), seed=1).astype(np.float64),
+            ),
+            1e-10,
+        ),
         "rng_uniform": (
             lambda k: jax.random.uniform(jax.random.key(0), (2048 // s, 2048)) + k,
             (np.float32(0),),
@@ -176,12 +188,17 @@ def main(argv: list[str] | None = None) -> None:
     for name in names:
         fn, args, rtol = table[name]
         model = models.Model(name, "", fn, args, work=None, unit="flop", rtol=rtol)
-        case = Case.export(model)
-        shlo, xla = prepare_shlo(case, None), prepare_xla(case)
-        problem, _ = compare(shlo.outputs, xla.outputs, model.rtol)
-        if problem:
-            raise SystemExit(f"{name}: shlo differs from jax.jit: {problem}")
-        shlo_s, xla_s = interleaved_medians([shlo.call, xla.call], repeats, budget)
+        x64 = jax.config.jax_enable_x64
+        jax.config.update("jax_enable_x64", name in X64_OPS)
+        try:
+            case = Case.export(model)
+            shlo, xla = prepare_shlo(case, None), prepare_xla(case)
+            problem, _ = compare(shlo.outputs, xla.outputs, model.rtol)
+            if problem:
+                raise SystemExit(f"{name}: shlo differs from jax.jit: {problem}")
+            shlo_s, xla_s = interleaved_medians([shlo.call, xla.call], repeats, budget)
+        finally:
+            jax.config.update("jax_enable_x64", x64)
         print(
             f"| {name} | {shlo_s * 1e3:.3g} | {xla_s * 1e3:.3g} | {shlo_s / xla_s:.2f}"
             f" | {shlo.compile_s:.2f} / {xla.compile_s:.2f} |",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import transform_module_text
+from shlo.backends.cpu.codegen_recipes import MatmulShape, transform_module_text
 from shlo.ir_utils import ops_named, static_shape
 from shlo.pass_framework import Pass, PassError
 
@@ -49,13 +49,16 @@ class InsertCodegenRecipesPass(Pass):
         append_transform_sequence(module, text)
 
 
-def matmul_shapes(module: ir.Operation) -> list[tuple[str, tuple[int, ...]]]:
-    """(name without ``linalg.``, result shape) of each (batch) matmul on static tensors."""
+def matmul_shapes(module: ir.Operation) -> list[MatmulShape]:
+    """(name without ``linalg.``, result shape, element bits) of each (batch) matmul on
+    static tensors of integers or floats."""
     shapes = []
     for op in ops_named(module, "linalg.matmul", "linalg.batch_matmul"):
         shape = static_shape(op.results[0]) if len(op.results) == 1 else None
-        if shape is not None:
-            shapes.append((op.name.removeprefix("linalg."), tuple(shape)))
+        element = ir.ShapedType(op.results[0].type).element_type if shape is not None else None
+        if isinstance(element, (ir.IntegerType, ir.FloatType)):
+            bits = element.width
+            shapes.append((op.name.removeprefix("linalg."), tuple(shape), bits))
     return shapes
 
 

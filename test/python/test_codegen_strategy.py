@@ -249,6 +249,46 @@ def test_vectorized_batch_matmul_matches_numpy(b: int, m: int, k: int, n: int) -
     assert_close_f32(got, (x.astype(np.float64) @ y).astype(np.float32), k)
 
 
+def run_f64(source: str, *shapes: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
+    rng = np.random.default_rng(sum(map(sum, shapes)))
+    args = [rng.standard_normal(shape) for shape in shapes]
+    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(*args)
+    return got, args
+
+
+def assert_close_f64(got: np.ndarray, want: np.ndarray, depth: int) -> None:
+    assert got.shape == want.shape and got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15 * depth)
+
+
+# The f32 shapes, with f64's 16-lane tiles: fewer than 16 columns take the
+# 8-column tiles.
+F64_MATMUL_SHAPES = [*MATMUL_SHAPES, (40, 20, 8), (33, 17, 15), (9, 300, 47)]
+
+
+@pytest.mark.parametrize(("m", "k", "n"), F64_MATMUL_SHAPES)
+def test_vectorized_f64_matmul_matches_numpy(m: int, k: int, n: int) -> None:
+    got, (a, b) = run_f64(matmul_source(m, k, n, "f64"), (m, k), (k, n))
+    assert_close_f64(got, a @ b, k)
+
+
+@pytest.mark.parametrize(("b", "m", "k", "n"), [(2, 5, 3, 7), (3, 67, 129, 45), (2, 16, 8, 12)])
+def test_vectorized_f64_batch_matmul_matches_numpy(b: int, m: int, k: int, n: int) -> None:
+    got, (x, y) = run_f64(batch_matmul_source(b, m, k, n, "f64"), (b, m, k), (b, k, n))
+    assert_close_f64(got, x @ y, k)
+
+
+@pytest.mark.parametrize(("n", "lanes"), [(256, 16), (12, 8)])
+def test_vectorized_f64_matmul_is_register_tiled_fma_code(n: int, lanes: int) -> None:
+    loops = lowered_loops(matmul_source(128, 64, n, "f64"))
+    # 8 rows x 16 columns of f64 accumulators (8 for fewer than 16 columns):
+    # 8 FMAs per k step, the accumulators in registers across the k loop.
+    assert loops.count("vector.fma") == 8
+    assert f"vector<{lanes}xf64>" in loops
+    assert "vector.contract" not in loops
+    assert re.search(rf"scf.for .* iter_args\(.*\) -> \(vector<8x{lanes}xf64>\)", loops)
+
+
 def test_vectorized_matmul_matches_jax_with_a_transposed_operand_and_relu() -> None:
     jax = pytest.importorskip("jax")
     source = """
@@ -275,13 +315,13 @@ def test_vectorized_matmul_is_register_tiled_fma_code() -> None:
     assert re.search(r"scf.for .* iter_args\(.*\) -> \(vector<8x32xf32>\)", loops)
 
 
-@pytest.mark.parametrize("element", ["i32", "f64", "f16", "bf16"])
-def test_other_element_types_are_exact_or_keep_scalar_loops(element: str) -> None:
+@pytest.mark.parametrize("element", ["i32", "i64", "f64", "f16", "bf16"])
+def test_other_element_types_are_exact_and_vectorized(element: str) -> None:
     source = matmul_source(19, 23, 41, element)
-    vectorized = "vector<" in lowered_loops(source)
-    # 32-bit integers are vectorized (exact in any order), f64 is not; f16 and
-    # bf16 products are widened to f32 products before code generation.
-    assert vectorized == (element != "f64")
+    # Integers are vectorized (exact in any order), 64-bit types by recipes
+    # of their own; f16 and bf16 products are widened to f32 products before
+    # code generation.
+    assert "vector<" in lowered_loops(source)
     dtype = numpy_dtype(element)
     rng = np.random.default_rng(1)
     # Small integers: every product and sum is exact in each of these types.

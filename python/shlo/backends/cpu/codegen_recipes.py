@@ -30,6 +30,11 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# A (batch) matmul of the module: linalg op name without ``linalg.``, static
+# result shape, element bit width.
+MatmulShape = tuple[str, tuple[int, ...], int]
+
+
 @dataclass(frozen=True)
 class Recipe:
     """A transform applied to every op of ``kind``; ``%ops`` is the handle to them."""
@@ -40,9 +45,7 @@ class Recipe:
     # Named sequences (matchers and actions) that ``transform`` calls, placed
     # before the main sequence, for a number of threads and the (linalg op
     # name, result shape) of the module's matmuls.
-    definitions: Callable[[int, Sequence[tuple[str, tuple[int, ...]]]], str] = (
-        lambda threads, shapes: ""
-    )
+    definitions: Callable[[int, Sequence[MatmulShape]], str] = lambda threads, shapes: ""
 
     def sequence_body(self, index: int) -> str:
         names = ", ".join(f'"{op}"' for op in OP_KINDS[self.kind])
@@ -55,15 +58,16 @@ class Recipe:
         )
 
 
-def _match_32_bit(
+def _match_bits(
     matcher: str,
     op_name: str,
     loops: int,
     filled: bool = False,
     limits: Sequence[tuple[int, int]] = (),
     sizes: Sequence[int] = (),
+    bits: int = 32,
 ) -> str:
-    """A matcher for ``op_name`` whose two inputs and init have 32-bit elements.
+    """A matcher for ``op_name`` whose two inputs and init have ``bits``-bit elements.
 
     Every one of its ``loops`` iteration dimensions must be non-empty (tiling
     an empty one crashes). ``filled``: only if a linalg.fill produces the
@@ -72,15 +76,16 @@ def _match_32_bit(
     the leading dimensions have exactly these many.
 
     f32 is what the recipes are tuned for; i32 passes too and stays exact
-    (integer products and sums are the same in any order). Mixed and other
-    widths (i8 x i8 -> i32, f16, f64, complex) keep the scalar loops.
+    (integer products and sums are the same in any order), and 64 bits
+    (f64, i64) have matmul recipes of their own. Mixed and other widths
+    (i8 x i8 -> i32, f16, complex) keep the scalar loops.
     """
     checks = "".join(
         f"    %{name} = transform.match.structured.{part} %s[{index}]"
         " : (!transform.any_op) -> !transform.any_value\n"
         f"    %{name}_bits = transform.match.structured.elemental_bitwidth %{name}"
         " : (!transform.any_value) -> !transform.param<i64>\n"
-        f"    transform.match.param.cmpi eq %{name}_bits, %c32 : !transform.param<i64>\n"
+        f"    transform.match.param.cmpi eq %{name}_bits, %bits : !transform.param<i64>\n"
         for name, part, index in (("lhs", "input", 0), ("rhs", "input", 1), ("acc", "init", 0))
     ) + "".join(
         f"    %d{i} = transform.match.structured.dim %s[{i}]"
@@ -113,7 +118,7 @@ def _match_32_bit(
         "  %m = transform.match.structured failures(propagate) %op"
         " : (!transform.any_op) -> !transform.any_op {\n"
         "  ^bb0(%s: !transform.any_op):\n"
-        "    %c32 = transform.param.constant 32 : i64 -> !transform.param<i64>\n"
+        f"    %bits = transform.param.constant {bits} : i64 -> !transform.param<i64>\n"
         "    %c0 = transform.param.constant 0 : i64 -> !transform.param<i64>\n"
         f"{checks}"
         "    transform.match.structured.yield %s : !transform.any_op\n"
@@ -370,6 +375,11 @@ def matmul_thread_tile(result_shape: Sequence[int], threads: int) -> tuple[int, 
 # through broadcasts, transposes and a select: [1024, 1024] x [1024, 24] took
 # 1.46x XLA's time.
 FEW_COLUMNS_REGISTER_TILE = (8, 16)
+# f64 (and i64) matmuls: the same 16 zmm registers of accumulators hold half
+# the lanes. [1024, 1024] x [1024, 1024] f64 took 231 ms as scalar loops
+# (9 GFLOP/s; XLA 31 ms, numpy 22).
+MATMUL_REGISTER_TILE_64 = (8, 16)
+FEW_COLUMNS_REGISTER_TILE_64 = (8, 8)
 
 
 def matmul_register_tile(columns: int) -> tuple[int, int]:
@@ -381,17 +391,18 @@ def _shape_suffix(shape: Sequence[int]) -> str:
     return "_" + "x".join(map(str, shape))
 
 
-def _matmul_definitions(threads: int, shapes: Sequence[tuple[str, tuple[int, ...]]]) -> str:
+def _matmul_definitions(threads: int, shapes: Sequence[MatmulShape]) -> str:
     """f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers), or narrow ones.
 
     ``@vectorize_matmuls`` applies the first action whose matcher takes an
-    op: narrow ones first; then those for each of ``shapes`` (linalg op name
-    and result shape) whose thread tile is not MATMUL_THREAD_TILE, which
-    match its sizes exactly; then those of fewer than 32 columns; then the
-    general ones.
+    op: narrow ones first; then those for each 32-bit one of ``shapes``
+    whose thread tile is not MATMUL_THREAD_TILE, which match its sizes
+    exactly; then those of fewer than 32 columns; then the general ones.
+    The 64-bit ones (8x16 tiles) are there only when ``shapes`` has a 64-bit
+    product: every recipe is parsed and matched on each compile.
     """
     narrow = _vectorize_dot_rows(threads) + "".join(
-        _match_32_bit(
+        _match_bits(
             f"match_matmul_32_{kind}{suffix}", "linalg.matmul", 3, filled, limits=[(0, rows)]
         )
         + _vectorize_contraction(
@@ -414,27 +425,46 @@ def _matmul_definitions(threads: int, shapes: Sequence[tuple[str, tuple[int, ...
     # (op name, exact sizes, thread tile, register tile, limits, name suffix)
     variants = [
         (name, shape, tile, matmul_register_tile(shape[-1]), [], _shape_suffix(shape))
-        for name, shape in dict.fromkeys(shapes)
-        if not (name == "matmul" and shape[0] <= NARROW_MAX_ROWS)
+        for name, shape, bits in dict.fromkeys(shapes)
+        if bits == 32
+        and not (name == "matmul" and shape[0] <= NARROW_MAX_ROWS)
         and (tile := matmul_thread_tile(shape, threads)) != MATMUL_THREAD_TILE
     ]
     for name, batch in (("matmul", 0), ("batch_matmul", 1)):
-        few_columns = [(batch + 1, MATMUL_REGISTER_TILE[1] - 1)]
-        variants += [
-            (name, (), MATMUL_THREAD_TILE, FEW_COLUMNS_REGISTER_TILE, few_columns, "_few_columns"),
-            (name, (), MATMUL_THREAD_TILE, MATMUL_REGISTER_TILE, [], ""),
-        ]
+        widths = [(MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, "")]
+        if any(bits == 64 for _, _, bits in shapes):
+            widths.append((MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"))
+        for register_tile, few_columns_tile, width in widths:
+            few_columns = [(batch + 1, register_tile[1] - 1)]
+            variants += [
+                (
+                    name,
+                    (),
+                    MATMUL_THREAD_TILE,
+                    few_columns_tile,
+                    few_columns,
+                    f"{width}_few_columns",
+                ),
+                (name, (), MATMUL_THREAD_TILE, register_tile, [], width),
+            ]
     definitions = []
     for name, shape, thread_tile, register_tile, limits, variant in variants:
         batch = 1 if name == "batch_matmul" else 0
+        bits = 64 if variant.startswith("_64") else 32
         for suffix, filled in (("_filled", True), ("", False)):
             matcher, action = (
-                f"match_{name}_32{suffix}{variant}",
+                f"match_{name}_{bits}{suffix}{variant}",
                 f"vectorize_{name}{suffix}{variant}",
             )
             definitions.append(
-                _match_32_bit(
-                    matcher, f"linalg.{name}", batch + 3, filled, limits=limits, sizes=shape
+                _match_bits(
+                    matcher,
+                    f"linalg.{name}",
+                    batch + 3,
+                    filled,
+                    limits=limits,
+                    sizes=shape,
+                    bits=bits,
                 )
                 + _vectorize_contraction(
                     action, f"linalg.{name}", batch, thread_tile, register_tile, 256, filled
@@ -711,7 +741,7 @@ def _conv_definitions() -> tuple[str, str]:
         ):
             matcher, action = f"match_{name}_32{suffix}", f"vectorize_{name}{suffix}"
             definitions.append(
-                _match_32_bit(matcher, f"linalg.{name}", loops, limits=limits)
+                _match_bits(matcher, f"linalg.{name}", loops, limits=limits)
                 + vectorize(action, tile)
             )
             pairs.append(f"@{matcher} -> @{action}")
@@ -787,12 +817,12 @@ def suppressed_sequence(lines: Sequence[str]) -> str:
 def transform_module_text(
     recipe_names: tuple[str, ...],
     threads: int = 1,
-    matmul_shapes: Sequence[tuple[str, tuple[int, ...]]] = (),
+    matmul_shapes: Sequence[MatmulShape] = (),
 ) -> str:
     """The named sequence that applies ``recipe_names`` in order, for ``threads``.
 
-    ``matmul_shapes``: the (linalg op name without ``linalg.``, static result
-    shape) of the (batch) matmuls to transform, whose thread tiles depend on it.
+    ``matmul_shapes``: the (batch) matmuls to transform, whose thread tiles
+    and register tiles depend on their shapes and element widths.
     """
     unknown = [name for name in recipe_names if name not in RECIPES]
     if unknown:
