@@ -88,8 +88,27 @@ def _vectorizable_memory(type_: ir.Type) -> bool:
 _IMPRECISE_ON_VECTORS = ("math.expm1", "math.log1p")
 
 
+def _reads_its_init_and_an_index(op: ir.Operation) -> bool:
+    """An elementwise op whose body reads its init and the index of a dimension.
+
+    Upstream's vectorizer takes the op that combines the init for a
+    reduction's, and once the plan's tiling has left a unit dimension it
+    builds a ``vector.multi_reduction`` of mismatched ranks, which the
+    canonicalization after it folded into a wrong result: the init was
+    dropped (``a @ b + jnp.eye(n)`` came out as the identity when
+    shlo-write-over-dead-inputs made the sum read the product as its init).
+    Such ops stay scalar loops.
+    """
+    parts = linalg_generic_parts(op)
+    if not parts.all_parallel or not any(list(arg.uses) for arg in parts.output_args):
+        return False
+    return bool(ops_named(op, "linalg.index"))
+
+
 def _body_is_vectorizable(op: ir.Operation) -> bool:
     """Element types the vector lowering handles, and no region inside the body."""
+    if op.name == "linalg.generic" and _reads_its_init_and_an_index(op):
+        return False
     for block in op.regions[0].blocks:
         for inner in block.operations:
             inner = inner.operation

@@ -21,6 +21,10 @@ An all-parallel ``linalg.generic`` with one output, written into a
 - is made in the op's block (not outside a loop the op is in) and has no use
   after the op: every other user is before it in that block.
 
+An op whose body reads a dimension's index keeps its own buffer: reading its
+init too, upstream's vectorizer would miscompile it, so it would stay scalar
+loops (see shlo-plan-vector-codegen).
+
 The body then reads that element through the output's block argument, and
 bufferization writes the result in place.
 
@@ -125,6 +129,11 @@ def write_over_dead_input(op: ir.Operation) -> bool:
         return False  # buffer semantics
     parts = linalg_generic_parts(op)
     if not parts.all_parallel or len(parts.outputs) != 1 or list(parts.output_args[0].uses):
+        return False
+    if ops_named(op, "linalg.index"):
+        # Reading its init and an index, it would not be vectorized
+        # (shlo-plan-vector-codegen, _reads_its_init_and_an_index): a
+        # buffer of its own costs less than scalar loops.
         return False
     empty = defining_op(parts.outputs[0])
     if empty is None or empty.name != "tensor.empty":

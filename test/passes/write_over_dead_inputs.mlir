@@ -187,3 +187,36 @@ func.func @read_elsewhere_in_the_body(%x: tensor<8xf32>) -> tensor<8xf32> {
   } -> tensor<8xf32>
   return %r : tensor<8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A sum with a term of the column index (jnp.arange) keeps its own buffer:
+// reading its init and an index, it would not be vectorized.
+// CHECK-LABEL: func @index_term
+// CHECK: math.exp
+// CHECK: %[[E:.+]] = tensor.empty
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%[[E]] : tensor<4x8xf32>)
+// CHECK: linalg.index 1
+func.func @index_term(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %empty = tensor.empty() : tensor<4x8xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%empty : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4x8xf32>
+  %empty2 = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e : tensor<4x8xf32>) outs(%empty2 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %j = linalg.index 1 : index
+    %i = arith.index_cast %j : index to i32
+    %f = arith.sitofp %i : i32 to f32
+    %s = arith.addf %a, %f : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}

@@ -5,7 +5,7 @@ producers into consumers, and a producer that is correct alone may not be
 once fused. Hypothesis builds random DAGs of 2 to 6 StableHLO ops
 (dot_general with and without batching and contracting dimensions,
 broadcast_in_dim, transpose, reshape, reduce, elementwise ops, slice,
-concatenate, compare + select, convert) over static shapes of rank 0-4 with
+concatenate, compare + select, convert, an iota combined with a value) over static shapes of rank 0-4 with
 dimensions of 1-5. Each op reads earlier values, preferring the newest one so
 that chains form; every value nothing reads is returned.
 
@@ -360,6 +360,21 @@ def add_convert(g: Graph) -> bool:
     return True
 
 
+def add_iota(g: Graph) -> bool:
+    """A value plus, times or max an iota: a term that depends on an index (jnp.eye,
+    jnp.arange, masks), which the code reads from the loop's index."""
+    x = g.pick(lambda v: v.rank >= 1)
+    if x is None:
+        return False
+    dimension = g.draw(st.integers(0, x.rank - 1))
+    g.lines.append(f"    %iota{len(g.lines)} = stablehlo.iota dim = {dimension} : {x.type}")
+    iota = Value(f"%iota{len(g.lines) - 1}", x.shape, x.element)
+    op = g.draw(st.sampled_from(["add", "multiply", "maximum"]))
+    result = g.new(x.shape, x.element, x, products=int(op == "multiply"))
+    g.emit(f"stablehlo.{op} {x.name}, {iota.name} : {x.type}", result, x)
+    return True
+
+
 BUILDERS = {
     "unary": add_unary,
     "binary": add_binary,
@@ -372,6 +387,7 @@ BUILDERS = {
     "concatenate": add_concatenate,
     "select": add_select,
     "convert": add_convert,
+    "iota": add_iota,
 }
 # dot_general is where fusion goes wrong most: draw it more often.
 KINDS = ["dot_general", "dot_general", *BUILDERS]
@@ -464,6 +480,48 @@ def test_batching_only_dot_general_into_reduce() -> None:
     }
     """
     check(source, [np.full((2, 3), 1.5, np.float32), np.array([2.0, -1.0], np.float32)])
+
+
+def index_term_after_product(rows: int, columns: int, term: str) -> str:
+    """``a @ b`` combined with a term that depends on the column index (jnp.arange,
+    jnp.eye): the sum writes over the product, which dies there."""
+    t = f"tensor<{rows}x{columns}xf32>"
+    square = f"tensor<{columns}x{columns}xf32>"
+    index = f"tensor<{rows}x{columns}xi32>"
+    lines = {
+        "arange": [f"%i = stablehlo.iota dim = 1 : {t}", f"%r = stablehlo.add %p, %i : {t}"],
+        "eye": [
+            f"%i = stablehlo.iota dim = 0 : {index}",
+            f"%j = stablehlo.iota dim = 1 : {index}",
+            f"%e = stablehlo.compare EQ, %i, %j : ({index}, {index}) -> tensor<{rows}x{columns}xi1>",
+            f"%f = stablehlo.convert %e : (tensor<{rows}x{columns}xi1>) -> {t}",
+            f"%r = stablehlo.add %p, %f : {t}",
+        ],
+        "max_arange": [
+            f"%i = stablehlo.iota dim = 1 : {t}",
+            f"%r = stablehlo.maximum %p, %i : {t}",
+        ],
+    }[term]
+    body = "\n  ".join(lines)
+    return f"""
+func.func @main(%a: {t}, %b: {square}) -> {t} {{
+  %p = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({t}, {square}) -> {t}
+  {body}
+  return %r : {t}
+}}
+"""
+
+
+# Upstream's vectorizer miscompiled an elementwise op that read its init (the
+# product it writes over) and a dimension's index, once tiled to a row: the
+# product was dropped (jnp.eye(n) + a @ b gave the identity, for every size).
+@pytest.mark.parametrize("term", ["arange", "eye", "max_arange"])
+@pytest.mark.parametrize(("rows", "columns"), [(2, 3), (8, 8), (33, 17)])
+def test_index_terms_added_to_a_product(rows: int, columns: int, term: str) -> None:
+    rng = np.random.default_rng(rows * columns)
+    a = (rng.integers(-8, 9, (rows, columns)) / 4).astype(np.float32)
+    b = (rng.integers(-8, 9, (columns, columns)) / 4).astype(np.float32)
+    check(index_term_after_product(rows, columns, term), [a, b])
 
 
 def consumers_of_batching_only_dots(source: str) -> set[str]:
