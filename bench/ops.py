@@ -35,7 +35,7 @@ from bench.timing import interleaved_medians
 Op = tuple[Callable[..., Any], tuple[Any, ...], float]
 # Ops on f64: exported, checked and timed with jax's x64 mode on (off, jax
 # computes in f32).
-X64_OPS = frozenset({"f64_matmul"})
+X64_OPS = frozenset({"f64_matmul", "f64_conv"})
 
 
 def _ints(high: int, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
@@ -140,6 +140,16 @@ def ops(small: bool) -> dict[str, Op]:
             (
                 models.normal((512 // s, 512)).astype(np.float64),
                 models.normal((512, 512 // s), seed=1).astype(np.float64),
+            ),
+            1e-10,
+        ),
+        "f64_conv": (
+            _conv(
+                window_strides=(1, 1), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+            ),
+            (
+                models.normal((1, hw, hw, 32)).astype(np.float64),
+                models.normal((3, 3, 32, 32), seed=1).astype(np.float64),
             ),
             1e-10,
         ),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import MatmulShape, transform_module_text
+from shlo.backends.cpu.codegen_recipes import CONTRACTIONS, ContractionShape, transform_module_text
 from shlo.ir_utils import ops_named, static_shape
 from shlo.pass_framework import Pass, PassError
 
@@ -43,17 +43,17 @@ class InsertCodegenRecipesPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         try:
-            text = transform_module_text(self.recipes, self.threads, matmul_shapes(module))
+            text = transform_module_text(self.recipes, self.threads, contraction_shapes(module))
         except ValueError as error:
             raise PassError(module.location, str(error)) from None
         append_transform_sequence(module, text)
 
 
-def matmul_shapes(module: ir.Operation) -> list[MatmulShape]:
-    """(name without ``linalg.``, result shape, element bits) of each (batch) matmul on
-    static tensors of integers or floats."""
+def contraction_shapes(module: ir.Operation) -> list[ContractionShape]:
+    """(name without ``linalg.``, result shape, element bits) of each (batch) matmul and
+    convolution on static tensors of integers or floats."""
     shapes = []
-    for op in ops_named(module, "linalg.matmul", "linalg.batch_matmul"):
+    for op in ops_named(module, *CONTRACTIONS):
         shape = static_shape(op.results[0]) if len(op.results) == 1 else None
         element = ir.ShapedType(op.results[0].type).element_type if shape is not None else None
         if isinstance(element, (ir.IntegerType, ir.FloatType)):

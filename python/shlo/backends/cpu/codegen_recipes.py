@@ -30,9 +30,12 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 }
 
 
-# A (batch) matmul of the module: linalg op name without ``linalg.``, static
-# result shape, element bit width.
-MatmulShape = tuple[str, tuple[int, ...], int]
+# The ops whose shapes and element widths the recipes are written for.
+CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", *OP_KINDS["convolution"])
+
+# A (batch) matmul or convolution of the module: linalg op name without
+# ``linalg.``, static result shape, element bit width.
+ContractionShape = tuple[str, tuple[int, ...], int]
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Recipe:
     # Named sequences (matchers and actions) that ``transform`` calls, placed
     # before the main sequence, for a number of threads and the (linalg op
     # name, result shape) of the module's matmuls.
-    definitions: Callable[[int, Sequence[MatmulShape]], str] = lambda threads, shapes: ""
+    definitions: Callable[[int, Sequence[ContractionShape]], str] = lambda threads, shapes: ""
 
     def sequence_body(self, index: int) -> str:
         names = ", ".join(f'"{op}"' for op in OP_KINDS[self.kind])
@@ -391,7 +394,7 @@ def _shape_suffix(shape: Sequence[int]) -> str:
     return "_" + "x".join(map(str, shape))
 
 
-def _matmul_definitions(threads: int, shapes: Sequence[MatmulShape]) -> str:
+def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
     """f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers), or narrow ones.
 
     ``@vectorize_matmuls`` applies the first action whose matcher takes an
@@ -426,13 +429,14 @@ def _matmul_definitions(threads: int, shapes: Sequence[MatmulShape]) -> str:
     variants = [
         (name, shape, tile, matmul_register_tile(shape[-1]), [], _shape_suffix(shape))
         for name, shape, bits in dict.fromkeys(shapes)
-        if bits == 32
+        if name in ("matmul", "batch_matmul")
+        and bits == 32
         and not (name == "matmul" and shape[0] <= NARROW_MAX_ROWS)
         and (tile := matmul_thread_tile(shape, threads)) != MATMUL_THREAD_TILE
     ]
     for name, batch in (("matmul", 0), ("batch_matmul", 1)):
         widths = [(MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, "")]
-        if any(bits == 64 for _, _, bits in shapes):
+        if any(bits == 64 and name in ("matmul", "batch_matmul") for name, _, bits in shapes):
             widths.append((MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"))
         for register_tile, few_columns_tile, width in widths:
             few_columns = [(batch + 1, register_tile[1] - 1)]
@@ -730,25 +734,45 @@ _CONVOLUTIONS: tuple[tuple[str, int, int, Callable[[str, tuple[int, int]], str]]
 )
 
 
-def _conv_definitions() -> tuple[str, str]:
-    """The convolutions' matchers and actions, and their foreach_match pairs in order."""
+# f64 (and i64) convolutions: half the lanes, as their matmuls.
+CONV_REGISTER_TILE_64 = (8, 16)
+FEW_CHANNELS_REGISTER_TILE_64 = (8, PARTIAL_CHANNEL_TILE)
+
+
+def _conv_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
+    """The convolutions' matchers and actions, and ``@vectorize_convs``, which applies them.
+
+    The 64-bit ones only when ``shapes`` has a 64-bit convolution, as for matmuls.
+    """
+    widths = [(32, CONV_REGISTER_TILE, FEW_CHANNELS_REGISTER_TILE, "")]
+    convolutions = {name for name, _, _, _ in _CONVOLUTIONS}
+    if any(bits == 64 and name in convolutions for name, _, bits in shapes):
+        widths.append((64, CONV_REGISTER_TILE_64, FEW_CHANNELS_REGISTER_TILE_64, "_64"))
     definitions, pairs = [], []
-    for name, loops, channels, vectorize in _CONVOLUTIONS:
-        few_channels = [(channels, CONV_REGISTER_TILE[1] - 1)]
-        for suffix, tile, limits in (
-            ("_few_channels", FEW_CHANNELS_REGISTER_TILE, few_channels),
-            ("", CONV_REGISTER_TILE, []),
-        ):
-            matcher, action = f"match_{name}_32{suffix}", f"vectorize_{name}{suffix}"
-            definitions.append(
-                _match_bits(matcher, f"linalg.{name}", loops, limits=limits)
-                + vectorize(action, tile)
-            )
-            pairs.append(f"@{matcher} -> @{action}")
-    return "".join(definitions), ", ".join(pairs)
+    for bits, register_tile, few_channels_tile, width in widths:
+        for name, loops, channels, vectorize in _CONVOLUTIONS:
+            few_channels = [(channels, register_tile[1] - 1)]
+            for suffix, tile, limits in (
+                ("_few_channels", few_channels_tile, few_channels),
+                ("", register_tile, []),
+            ):
+                matcher = f"match_{name}_{bits}{suffix}"
+                action = f"vectorize_{name}{suffix}{width}"
+                definitions.append(
+                    _match_bits(matcher, f"linalg.{name}", loops, limits=limits, bits=bits)
+                    + vectorize(action, tile)
+                )
+                pairs.append(f"@{matcher} -> @{action}")
+    any_op = "!transform.any_op"
+    return (
+        "".join(definitions) + "transform.named_sequence @vectorize_convs"
+        f"(%funcs: {any_op} {{transform.consumed}}) {{\n"
+        f"  %matched = transform.foreach_match in %funcs {', '.join(pairs)}"
+        f" : ({any_op}) -> {any_op}\n"
+        "  transform.yield\n"
+        "}\n"
+    )
 
-
-_CONV_DEFINITIONS, _CONV_PAIRS = _conv_definitions()
 
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe
@@ -784,9 +808,9 @@ RECIPES: dict[str, Recipe] = {
             "convolution",
             '%funcs = transform.structured.match ops{["func.func"]} in %root'
             " : (!transform.any_op) -> !transform.any_op\n"
-            f"    %matched = transform.foreach_match in %funcs {_CONV_PAIRS}"
-            " : (!transform.any_op) -> !transform.any_op",
-            lambda threads, shapes: _CONV_DEFINITIONS,
+            "    transform.include @vectorize_convs failures(propagate) (%funcs)"
+            " : (!transform.any_op) -> ()",
+            _conv_definitions,
         ),
     )
 }
@@ -817,12 +841,12 @@ def suppressed_sequence(lines: Sequence[str]) -> str:
 def transform_module_text(
     recipe_names: tuple[str, ...],
     threads: int = 1,
-    matmul_shapes: Sequence[MatmulShape] = (),
+    contraction_shapes: Sequence[ContractionShape] = (),
 ) -> str:
     """The named sequence that applies ``recipe_names`` in order, for ``threads``.
 
-    ``matmul_shapes``: the (batch) matmuls to transform, whose thread tiles
-    and register tiles depend on their shapes and element widths.
+    ``contraction_shapes``: the (batch) matmuls and convolutions to transform,
+    whose thread tiles and register tiles depend on their shapes and element widths.
     """
     unknown = [name for name in recipe_names if name not in RECIPES]
     if unknown:
@@ -831,6 +855,8 @@ def transform_module_text(
         )
     bodies = "".join(RECIPES[name].sequence_body(i) for i, name in enumerate(recipe_names))
     definitions = "".join(
-        dict.fromkeys(RECIPES[name].definitions(threads, matmul_shapes) for name in recipe_names)
+        dict.fromkeys(
+            RECIPES[name].definitions(threads, contraction_shapes) for name in recipe_names
+        )
     )
     return definitions + main_sequence(bodies)
