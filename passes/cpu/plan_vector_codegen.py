@@ -389,7 +389,10 @@ class PlanVectorCodegenPass(Pass):
 
 
 # After every op is tiled: vectorize the full tiles, drop unit dimensions, and
-# keep accumulators in registers across the loops that update them.
+# keep accumulators in registers across the loops that update them. The
+# vectorized functions are verified before the patterns run: invalid IR from
+# the vectorizer (an upstream bug) fails the compile instead of being folded
+# into wrong code, as a @ b + jnp.eye(n) once was (_reads_its_init_and_an_index).
 _AFTER_TILING = """\
     %funcs = transform.structured.match ops{["func.func"]} in %root
       : (!transform.any_op) -> !transform.any_op
@@ -405,6 +408,7 @@ _AFTER_TILING = """\
         transform.structured.vectorize %it : !transform.any_op
       }
     }
+    transform.verify %funcs : !transform.any_op
     transform.apply_patterns to %funcs {
       transform.apply_patterns.linalg.tiling_canonicalization
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim

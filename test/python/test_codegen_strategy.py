@@ -304,6 +304,25 @@ func.func @main(%a: tensor<96x80xf32>, %b: tensor<72x80xf32>) -> tensor<96x72xf3
     assert_close_f32(got, np.asarray(want), 80)
 
 
+def test_recipes_verify_the_vectorizer_output_before_any_pattern() -> None:
+    # Invalid IR from the vectorizer must fail the compile, not be folded by
+    # the patterns after it into wrong code (see test_compositions.py).
+    from shlo.backends.cpu.codegen_recipes import transform_module_text
+
+    text = transform_module_text(
+        ("vectorize-matmul", "vectorize-conv"),
+        2,
+        [("matmul", (64, 64), 64), ("conv_2d_nhwc_hwcf", (1, 8, 8, 16), 64)],
+    )
+    actions = text.split("transform.named_sequence @vectorize_")[1:]
+    vectorizing = [a for a in actions if "transform.structured.vectorize" in a]
+    assert len(vectorizing) >= 10
+    for action in vectorizing:
+        last_vectorize = action.rindex("transform.structured.vectorize")
+        first_pattern = action.index("transform.apply_patterns", last_vectorize)
+        assert "transform.verify" in action[last_vectorize:first_pattern]
+
+
 def test_vectorized_matmul_is_register_tiled_fma_code() -> None:
     loops = lowered_loops(matmul_source(128, 64, 256))
     # 8 rows x 32 columns of accumulators: 8 FMAs of 32 lanes per k step.

@@ -524,6 +524,23 @@ def test_index_terms_added_to_a_product(rows: int, columns: int, term: str) -> N
     check(index_term_after_product(rows, columns, term), [a, b])
 
 
+def test_invalid_vector_code_is_an_error_not_a_wrong_result(monkeypatch) -> None:
+    # Without the two guards the vectorizer builds the invalid reduction
+    # again; the plan's transform.verify stops the compile there instead of
+    # letting canonicalization fold it into code that drops the product.
+    plan = pytest.importorskip("shlo.passes.cpu.plan_vector_codegen")
+    write_over = pytest.importorskip("shlo.passes.linalg.write_over_dead_inputs")
+    monkeypatch.setattr(plan, "_reads_its_init_and_an_index", lambda op: False)
+    ops_named = write_over.ops_named
+    monkeypatch.setattr(
+        write_over,
+        "ops_named",
+        lambda op, *names: [] if names == ("linalg.index",) else ops_named(op, *names),
+    )
+    with pytest.raises(shlo.ShloError, match="multi_reduction"):
+        shlo.compile(index_term_after_product(8, 8, "arange"), isolate=False)
+
+
 def consumers_of_batching_only_dots(source: str) -> set[str]:
     """What reads a dot_general with batching but no contracting dimensions.
 

@@ -187,6 +187,10 @@ def _lower_contractions_and_hoist(scope: str) -> str:
         f"  }} : {any_op}\n"
     )
     return (
+        # The vectorizer's output is verified before any pattern runs: invalid
+        # IR from it (an upstream bug) fails the compile instead of being
+        # folded into wrong code.
+        f"  transform.verify {scope} : {any_op}\n"
         # Masked (partial) tiles: their unit reductions fold to multiply-adds
         # first, which lower far better than masked contractions.
         f"  %partial = transform.structured.match attributes {{{PARTIAL_TILES}}} in {scope}"
