@@ -92,10 +92,10 @@ def _reads_its_init_and_an_index(op: ir.Operation) -> bool:
     """An elementwise op whose body reads its init and the index of a dimension.
 
     Upstream's vectorizer takes the op that combines the init for a
-    reduction's, and once the plan's tiling has left a unit dimension it
-    builds a ``vector.multi_reduction`` of mismatched ranks, which the
-    canonicalization after it folded into a wrong result: the init was
-    dropped (``a @ b + jnp.eye(n)`` came out as the identity when
+    reduction's combiner, and once the plan's tiling has left a unit
+    dimension it builds a ``vector.multi_reduction`` of mismatched ranks,
+    which the canonicalization after it folded into a wrong result: the
+    init was dropped (``a @ b + jnp.eye(n)`` came out as the identity when
     shlo-write-over-dead-inputs made the sum read the product as its init).
     Such ops stay scalar loops.
     """
