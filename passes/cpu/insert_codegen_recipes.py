@@ -57,8 +57,7 @@ def contraction_shapes(module: ir.Operation) -> list[ContractionShape]:
         shape = static_shape(op.results[0]) if len(op.results) == 1 else None
         element = ir.ShapedType(op.results[0].type).element_type if shape is not None else None
         if isinstance(element, (ir.IntegerType, ir.FloatType)):
-            bits = element.width
-            shapes.append((op.name.removeprefix("linalg."), tuple(shape), bits))
+            shapes.append((op.name.removeprefix("linalg."), tuple(shape), element.width))
     return shapes
 
 

@@ -304,6 +304,20 @@ func.func @main(%a: tensor<96x80xf32>, %b: tensor<72x80xf32>) -> tensor<96x72xf3
     assert_close_f32(got, np.asarray(want), 80)
 
 
+def test_shape_matchers_take_the_element_width_of_their_shape() -> None:
+    # A [64, 64] f32 product at 2 threads gets a matcher of its own sizes, for
+    # 32-bit elements (the name of its sizes once made it a 64-bit matcher);
+    # an f64 one gets the general 64-bit matchers only.
+    from shlo.backends.cpu.codegen_recipes import transform_module_text
+
+    f32 = transform_module_text(("vectorize-matmul",), 2, [("matmul", (64, 64), 32)])
+    assert "@match_matmul_32_filled_64x64 ->" in f32
+    assert "match_matmul_64" not in f32
+    f64 = transform_module_text(("vectorize-matmul",), 2, [("matmul", (64, 64), 64)])
+    assert "@match_matmul_64_filled_64 ->" in f64
+    assert "_64x64" not in f64
+
+
 def test_recipes_verify_the_vectorizer_output_before_any_pattern() -> None:
     # Invalid IR from the vectorizer must fail the compile, not be folded by
     # the patterns after it into wrong code (see test_compositions.py).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 # The linalg ops of each kind, as stablehlo-legalize-to-linalg emits them.
@@ -46,8 +46,8 @@ class Recipe:
     kind: str
     transform: str
     # Named sequences (matchers and actions) that ``transform`` calls, placed
-    # before the main sequence, for a number of threads and the (linalg op
-    # name, result shape) of the module's matmuls.
+    # before the main sequence, for a number of threads and the module's
+    # matmuls and convolutions.
     definitions: Callable[[int, Sequence[ContractionShape]], str] = lambda threads, shapes: ""
 
     def sequence_body(self, index: int) -> str:
@@ -394,6 +394,11 @@ def matmul_register_tile(columns: int) -> tuple[int, int]:
     return FEW_COLUMNS_REGISTER_TILE if columns < MATMUL_REGISTER_TILE[1] else MATMUL_REGISTER_TILE
 
 
+def _has_64_bit(shapes: Sequence[ContractionShape], names: Collection[str]) -> bool:
+    """Whether one of ``shapes`` is a 64-bit op named in ``names``."""
+    return any(bits == 64 and name in names for name, _, bits in shapes)
+
+
 def _shape_suffix(shape: Sequence[int]) -> str:
     return "_" + "x".join(map(str, shape))
 
@@ -429,36 +434,37 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
         for kind, _, _ in NARROW_MATMULS
         for suffix in ("_filled", "")
     ]
-    # (op name, exact sizes, thread tile, register tile, limits, name suffix)
+    matmuls = ("matmul", "batch_matmul")
+    # (op name, element bits, exact sizes, thread tile, register tile, limits, name suffix)
     variants = [
-        (name, shape, tile, matmul_register_tile(shape[-1]), [], _shape_suffix(shape))
+        (name, 32, shape, tile, matmul_register_tile(shape[-1]), [], _shape_suffix(shape))
         for name, shape, bits in dict.fromkeys(shapes)
-        if name in ("matmul", "batch_matmul")
+        if name in matmuls
         and bits == 32
         and not (name == "matmul" and shape[0] <= NARROW_MAX_ROWS)
         and (tile := matmul_thread_tile(shape, threads)) != MATMUL_THREAD_TILE
     ]
-    for name, batch in (("matmul", 0), ("batch_matmul", 1)):
-        widths = [(MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, "")]
-        if any(bits == 64 and name in ("matmul", "batch_matmul") for name, _, bits in shapes):
-            widths.append((MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"))
-        for register_tile, few_columns_tile, width in widths:
+    widths = [(32, MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, "")]
+    if _has_64_bit(shapes, matmuls):
+        widths.append((64, MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"))
+    for batch, name in enumerate(matmuls):
+        for bits, register_tile, few_columns_tile, width in widths:
             few_columns = [(batch + 1, register_tile[1] - 1)]
             variants += [
                 (
                     name,
+                    bits,
                     (),
                     MATMUL_THREAD_TILE,
                     few_columns_tile,
                     few_columns,
                     f"{width}_few_columns",
                 ),
-                (name, (), MATMUL_THREAD_TILE, register_tile, [], width),
+                (name, bits, (), MATMUL_THREAD_TILE, register_tile, [], width),
             ]
     definitions = []
-    for name, shape, thread_tile, register_tile, limits, variant in variants:
+    for name, bits, shape, thread_tile, register_tile, limits, variant in variants:
         batch = 1 if name == "batch_matmul" else 0
-        bits = 64 if variant.startswith("_64") else 32
         for suffix, filled in (("_filled", True), ("", False)):
             matcher, action = (
                 f"match_{name}_{bits}{suffix}{variant}",
@@ -749,8 +755,7 @@ def _conv_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
     The 64-bit ones only when ``shapes`` has a 64-bit convolution, as for matmuls.
     """
     widths = [(32, CONV_REGISTER_TILE, FEW_CHANNELS_REGISTER_TILE, "")]
-    convolutions = {name for name, _, _, _ in _CONVOLUTIONS}
-    if any(bits == 64 and name in convolutions for name, _, bits in shapes):
+    if _has_64_bit(shapes, {name for name, _, _, _ in _CONVOLUTIONS}):
         widths.append((64, CONV_REGISTER_TILE_64, FEW_CHANNELS_REGISTER_TILE_64, "_64"))
     definitions, pairs = [], []
     for bits, register_tile, few_channels_tile, width in widths:
