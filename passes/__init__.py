@@ -69,6 +69,7 @@ _PASS_CLASSES = {
     "shlo-outline-contractions": "cpu.outline_contractions:OutlineContractionsPass",
     "shlo-outline-kernels": "cpu.outline_kernels:OutlineKernelsPass",
     "shlo-outline-tensor-kernels": "cpu.outline_tensor_kernels:OutlineTensorKernelsPass",
+    "shlo-outline-repeated-layers": "cpu.outline_repeated_layers:OutlineRepeatedLayersPass",
     "shlo-pack-entry-arguments": "linalg.pack_entry_arguments:PackEntryArgumentsPass",
     "shlo-parallel-inits-to-inputs": "linalg.parallel_inits_to_inputs:ParallelInitsToInputsPass",
     "shlo-plan-vector-codegen": "cpu.plan_vector_codegen:PlanVectorCodegenPass",

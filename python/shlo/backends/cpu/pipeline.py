@@ -281,6 +281,8 @@ class CpuPipeline:
     # dimension two reductions, the first with a parallel loop: the vector
     # code generation threads them (upstream's forms ran on one thread).
     pre_linalg: tuple[str, ...] = (
+        # Each distinct layer of a model goes through the passes below once.
+        "shlo-outline-repeated-layers",
         *DECOMPOSITIONS,
         "shlo-lower-concatenate",
         "shlo-lower-reverse",

@@ -1,0 +1,84 @@
+// RUN: shlo-opt %s --pass-pipeline='builtin.module(shlo-outline-repeated-layers{min-layer-ops=3 min-saved-ops=6})' | FileCheck %s
+
+// Three layers of the same four ops, each with its own weight and the shared
+// constant: one function, called once per layer with the chain and the
+// layer's weight (the constant is copied in). The layers are cut where only
+// the chain crosses: not between the tanh and the multiply, which both read
+// the add. The op before them (the first negate) and the one after (the
+// final abs) stay in place.
+// CHECK-LABEL: func.func @layers
+// CHECK-SAME: (%[[X:.+]]: tensor<8xf32>, %[[W1:.+]]: tensor<8xf32>, %[[W2:.+]]: tensor<8xf32>, %[[W3:.+]]: tensor<8xf32>)
+func.func @layers(%x: tensor<8xf32>, %w1: tensor<8xf32>, %w2: tensor<8xf32>, %w3: tensor<8xf32>) -> tensor<8xf32> {
+  %c = stablehlo.constant dense<2.0> : tensor<8xf32>
+  // CHECK: %[[N:.+]] = stablehlo.negate %[[X]]
+  // CHECK-NEXT: %[[L1:.+]] = call @shlo_layer_0(%[[N]], %[[W1]]) {no_inline}
+  // CHECK-NEXT: %[[L2:.+]] = call @shlo_layer_0(%[[L1]], %[[W2]]) {no_inline}
+  // CHECK-NEXT: %[[L3:.+]] = call @shlo_layer_0(%[[L2]], %[[W3]]) {no_inline}
+  // CHECK-NEXT: %[[R:.+]] = stablehlo.abs %[[L3]]
+  // CHECK-NEXT: return %[[R]]
+  %n = stablehlo.negate %x : tensor<8xf32>
+  %a1 = stablehlo.add %n, %w1 : tensor<8xf32>
+  %t1 = stablehlo.tanh %a1 : tensor<8xf32>
+  %m1 = stablehlo.multiply %a1, %c : tensor<8xf32>
+  %s1 = stablehlo.subtract %t1, %m1 : tensor<8xf32>
+  %a2 = stablehlo.add %s1, %w2 : tensor<8xf32>
+  %t2 = stablehlo.tanh %a2 : tensor<8xf32>
+  %m2 = stablehlo.multiply %a2, %c : tensor<8xf32>
+  %s2 = stablehlo.subtract %t2, %m2 : tensor<8xf32>
+  %a3 = stablehlo.add %s2, %w3 : tensor<8xf32>
+  %t3 = stablehlo.tanh %a3 : tensor<8xf32>
+  %m3 = stablehlo.multiply %a3, %c : tensor<8xf32>
+  %s3 = stablehlo.subtract %t3, %m3 : tensor<8xf32>
+  %r = stablehlo.abs %s3 : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// Repeats whose layers read values an elementwise op makes outside them (a
+// training step's activations): calls would store what fusion keeps in
+// registers, so nothing is outlined.
+// CHECK-LABEL: func.func @activations
+// CHECK-NOT: call
+// CHECK: return
+func.func @activations(%x: tensor<8xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %e1 = stablehlo.exponential %y : tensor<8xf32>
+  %e2 = stablehlo.sine %y : tensor<8xf32>
+  %e3 = stablehlo.cosine %y : tensor<8xf32>
+  %a1 = stablehlo.add %x, %e1 : tensor<8xf32>
+  %t1 = stablehlo.tanh %a1 : tensor<8xf32>
+  %m1 = stablehlo.multiply %t1, %a1 : tensor<8xf32>
+  %a2 = stablehlo.add %m1, %e2 : tensor<8xf32>
+  %t2 = stablehlo.tanh %a2 : tensor<8xf32>
+  %m2 = stablehlo.multiply %t2, %a2 : tensor<8xf32>
+  %a3 = stablehlo.add %m2, %e3 : tensor<8xf32>
+  %t3 = stablehlo.tanh %a3 : tensor<8xf32>
+  %m3 = stablehlo.multiply %t3, %a3 : tensor<8xf32>
+  return %m3 : tensor<8xf32>
+}
+
+// Copies of the same ops where one reads other values (the second multiply
+// squares its tanh) are not the same layer.
+// CHECK-LABEL: func.func @different
+// CHECK-NOT: call
+// CHECK: return
+func.func @different(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %a1 = stablehlo.add %x, %x : tensor<8xf32>
+  %t1 = stablehlo.tanh %a1 : tensor<8xf32>
+  %m1 = stablehlo.multiply %t1, %a1 : tensor<8xf32>
+  %a2 = stablehlo.add %m1, %m1 : tensor<8xf32>
+  %t2 = stablehlo.tanh %a2 : tensor<8xf32>
+  %m2 = stablehlo.multiply %t2, %t2 : tensor<8xf32>
+  %a3 = stablehlo.add %m2, %m2 : tensor<8xf32>
+  %t3 = stablehlo.tanh %a3 : tensor<8xf32>
+  %m3 = stablehlo.multiply %t3, %a3 : tensor<8xf32>
+  return %m3 : tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func private @shlo_layer_0
+// CHECK-SAME: (%[[IN:.+]]: tensor<8xf32>, %[[W:.+]]: tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NEXT: %[[C:.+]] = stablehlo.constant dense<2.000000e+00>
+// CHECK-NEXT: %[[A:.+]] = stablehlo.add %[[IN]], %[[W]]
+// CHECK-NEXT: %[[T:.+]] = stablehlo.tanh %[[A]]
+// CHECK-NEXT: %[[M:.+]] = stablehlo.multiply %[[A]], %[[C]]
+// CHECK-NEXT: %[[S:.+]] = stablehlo.subtract %[[T]], %[[M]]
+// CHECK-NEXT: return %[[S]]
+// CHECK-NOT: func.func
