@@ -199,21 +199,27 @@ def _only_view_of_its_buffer(output: ir.Operation, body: ir.Block) -> bool:
     )
 
 
-def _distinct_buffer(argument: ir.Value, module: ir.Operation) -> bool:
+def _calls_by_callee(module: ir.Operation) -> dict[str, list[ir.Operation]]:
+    calls: dict[str, list[ir.Operation]] = {}
+    for call in ops_named(module, "func.call"):
+        calls.setdefault(ir.FlatSymbolRefAttr(call.attributes["callee"]).value, []).append(call)
+    return calls
+
+
+def _distinct_buffer(argument: ir.Value, calls: dict[str, list[ir.Operation]]) -> bool:
     """Whether the function argument ``argument`` is a buffer no other argument views.
 
     The entry function's buffers are the caller's inputs and fresh result
-    arrays. A private function's argument must come, at every call, from a
-    buffer allocated there or from the entry's, shared with no other operand.
+    arrays. A private function's argument must come, at every call (``calls``:
+    the module's, by callee), from a buffer allocated there or from the
+    entry's, shared with no other operand.
     """
     function = argument.owner.owner.operation
     if not is_private(function):
         return True
     name = string_value(function.attributes["sym_name"])
     index = ir.BlockArgument(argument).arg_number
-    for call in ops_named(module, "func.call"):
-        if ir.FlatSymbolRefAttr(call.attributes["callee"]).value != name:
-            continue
+    for call in calls.get(name, []):
         roots = [viewed_buffer(operand) for operand in call.operands]
         root = roots[index]
         if any(other == root for i, other in enumerate(roots) if i != index):
@@ -247,7 +253,7 @@ def _move_into(temporary: ir.Operation, output: ir.Operation) -> None:
     temporary.erase()
 
 
-def _rewrite_step(body: ir.Block, module: ir.Operation) -> None:
+def _rewrite_step(body: ir.Block, calls: dict[str, list[ir.Operation]]) -> None:
     top = [op.operation for op in body.operations]
     position = {op: index for index, op in enumerate(top)}
     temporaries = [op for op in top if _temporary(op)]
@@ -259,7 +265,7 @@ def _rewrite_step(body: ir.Block, module: ir.Operation) -> None:
         (last,) = users
         if last not in position or not _only_view_of_its_buffer(output, body):
             continue
-        if not _distinct_buffer(output.operands[0], module):
+        if not _distinct_buffer(output.operands[0], calls):
             continue
         for temporary in temporaries:
             if temporary.results[0].type.shape != output.results[0].type.shape or str(
@@ -291,5 +297,7 @@ class TemporariesInOutputBlocksPass(Pass):
     argument: ClassVar[str] = "shlo-temporaries-in-output-blocks"
 
     def run(self, module: ir.Operation) -> None:
+        # The rewrite moves ops within loops: calls stay where they are.
+        calls = _calls_by_callee(module)
         for forall in ops_named(module, "scf.forall"):
-            _rewrite_step(forall.regions[0].blocks[0], module)
+            _rewrite_step(forall.regions[0].blocks[0], calls)
