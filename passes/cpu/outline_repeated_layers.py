@@ -84,12 +84,28 @@ _STAYS = frozenset(
 _COPIED = ("stablehlo.constant", "stablehlo.iota", "arith.constant")
 
 
-def _attributes_text(op: ir.Operation) -> tuple[str, ...]:
+def _complex_constant(op: ir.Operation) -> bool:
+    """Whether ``op`` is a constant of complex numbers, whose value the bindings
+    cannot read: taking the attribute aborts the process."""
+    return op.name in _COPIED and any(
+        isinstance(ir.ShapedType(result.type).element_type, ir.ComplexType)
+        for result in op.results
+        if isinstance(result.type, ir.ShapedType)
+    )
+
+
+def _attributes(op: ir.Operation) -> tuple:
+    """``op``'s attributes, by name: compared without printing them (attributes
+    and types are unique in their context, so equal ones are the same object;
+    printing some, a constant of dense resource elements, aborted)."""
     attributes = op.attributes
     return tuple(
-        f"{named.name}={named.attr}"
-        for named in map(attributes.__getitem__, range(len(attributes)))
+        (named.name, named.attr) for named in map(attributes.__getitem__, range(len(attributes)))
     )
+
+
+def _types(values) -> tuple[ir.Type, ...]:
+    return tuple(value.type for value in values)
 
 
 def _op_text(op: ir.Operation) -> tuple | None:
@@ -99,9 +115,9 @@ def _op_text(op: ir.Operation) -> tuple | None:
     operands as positions inside the op; a region that reads a value from
     outside its op gives None.
     """
-    if op.name in _STAYS:
+    if op.name in _STAYS or _complex_constant(op):
         return None
-    parts: list = [op.name, _attributes_text(op), tuple(str(r.type) for r in op.results)]
+    parts: list = [op.name, _attributes(op), _types(op.results)]
     if len(op.regions):
         inner: dict[ir.Value, tuple[int, int]] = {}
         nested: list[ir.Operation] = []
@@ -117,9 +133,9 @@ def _op_text(op: ir.Operation) -> tuple | None:
             for b, block in enumerate(region.blocks):
                 for a, argument in enumerate(block.arguments):
                     inner[argument] = (-1 - r, b * 1000 + a)
-                    parts.append(str(argument.type))
+                    parts.append(argument.type)
         for position, child in enumerate(nested):
-            if child.name in _STAYS:
+            if child.name in _STAYS or _complex_constant(child):
                 return None
             for region in child.regions:
                 for block in region.blocks:
@@ -133,8 +149,8 @@ def _op_text(op: ir.Operation) -> tuple | None:
             parts.append(
                 (
                     child.name,
-                    _attributes_text(child),
-                    tuple(str(r.type) for r in child.results),
+                    _attributes(child),
+                    _types(child.results),
                     tuple(operands),
                 )
             )
@@ -166,9 +182,13 @@ def _layer(ops: list[ir.Operation], texts: list[tuple]) -> _Layer:
                 operands.append(local[value])
                 continue
             producer = defining_op(value)
-            if producer is not None and producer.name in _COPIED:
+            if (
+                producer is not None
+                and producer.name in _COPIED
+                and not _complex_constant(producer)
+            ):
                 index = copied.setdefault(value, len(copied))
-                operands.append(("copied", index, _attributes_text(producer), str(value.type)))
+                operands.append(("copied", index, _attributes(producer), value.type))
             else:
                 operands.append(("input", inputs.setdefault(value, len(inputs))))
         shape.append((text, tuple(operands)))

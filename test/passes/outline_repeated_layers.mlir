@@ -73,6 +73,26 @@ func.func @different(%x: tensor<8xf32>) -> tensor<8xf32> {
   return %m3 : tensor<8xf32>
 }
 
+// A constant of complex numbers, whose value the bindings cannot read
+// (reading it aborted the process), is passed to the layers, not copied.
+// CHECK-LABEL: func.func @complex_constant
+// CHECK: %[[CC:.+]] = stablehlo.constant dense<(1.000000e+00,2.000000e+00)>
+// CHECK: call @shlo_layer_1(%{{.+}}, %[[CC]]) {no_inline}
+// CHECK: call @shlo_layer_1(%{{.+}}, %[[CC]]) {no_inline}
+func.func @complex_constant(%x: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>> {
+  %c = stablehlo.constant dense<(1.0, 2.0)> : tensor<2xcomplex<f32>>
+  %a1 = stablehlo.add %x, %c : tensor<2xcomplex<f32>>
+  %m1 = stablehlo.multiply %a1, %a1 : tensor<2xcomplex<f32>>
+  %s1 = stablehlo.subtract %m1, %c : tensor<2xcomplex<f32>>
+  %a2 = stablehlo.add %s1, %c : tensor<2xcomplex<f32>>
+  %m2 = stablehlo.multiply %a2, %a2 : tensor<2xcomplex<f32>>
+  %s2 = stablehlo.subtract %m2, %c : tensor<2xcomplex<f32>>
+  %a3 = stablehlo.add %s2, %c : tensor<2xcomplex<f32>>
+  %m3 = stablehlo.multiply %a3, %a3 : tensor<2xcomplex<f32>>
+  %s3 = stablehlo.subtract %m3, %c : tensor<2xcomplex<f32>>
+  return %s3 : tensor<2xcomplex<f32>>
+}
+
 // CHECK-LABEL: func.func private @shlo_layer_0
 // CHECK-SAME: (%[[IN:.+]]: tensor<8xf32>, %[[W:.+]]: tensor<8xf32>) -> tensor<8xf32>
 // CHECK-NEXT: %[[C:.+]] = stablehlo.constant dense<2.000000e+00>
@@ -81,4 +101,7 @@ func.func @different(%x: tensor<8xf32>) -> tensor<8xf32> {
 // CHECK-NEXT: %[[M:.+]] = stablehlo.multiply %[[A]], %[[C]]
 // CHECK-NEXT: %[[S:.+]] = stablehlo.subtract %[[T]], %[[M]]
 // CHECK-NEXT: return %[[S]]
+// CHECK-LABEL: func.func private @shlo_layer_1
+// CHECK-SAME: (%[[CIN:.+]]: tensor<2xcomplex<f32>>, %[[CARG:.+]]: tensor<2xcomplex<f32>>)
+// CHECK-NEXT: %[[CA:.+]] = stablehlo.add %[[CIN]], %[[CARG]]
 // CHECK-NOT: func.func
