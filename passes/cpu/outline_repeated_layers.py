@@ -225,11 +225,14 @@ _FUSED = ELEMENTWISE_OPS | {
 def _keeps_fusions(layers: list[_Layer]) -> bool:
     """Whether the calls cut no fusion but at the ends of the run.
 
-    Between two layers only the chain may pass: a layer after the first
-    reads, besides the layers before it, only arguments, values every layer
-    reads (computed once, as before), and results of ops that are not fused
-    into their readers anyway (a matmul's, a reduction's); and a layer
-    before the last has no elementwise reader outside the run. Otherwise the
+    Between two layers only what is stored anyway may pass: a layer after
+    the first reads, besides the layers before it, only arguments, values
+    every layer reads (computed once, as before), and results of ops that
+    are not fused into their readers anyway (a matmul's, a reduction's); a
+    layer before the last has no elementwise reader outside the run; and no
+    value passed from layer to layer is an elementwise op's with one reader
+    (a link of a chain that fusion makes one loop: GPT-2's residual stream
+    has several readers, so it is stored either way). Otherwise the
     function boundary stores what fusion kept in registers: a training
     step's backward layers read the forward pass's activations, each the
     result of an elementwise op, and its optimizer's updates, grouped by
@@ -246,7 +249,10 @@ def _keeps_fusions(layers: list[_Layer]) -> bool:
                     return False
     for layer in layers[:-1]:
         for op, i in layer.read_later:
-            for use in layer.ops[op].results[i].uses:
+            uses = list(layer.ops[op].results[i].uses)
+            if layer.ops[op].name in _FUSED and len(uses) == 1:
+                return False  # a link of an elementwise chain, which fuses into one loop
+            for use in uses:
                 reader = use.owner.operation
                 if reader not in members and reader.name in _FUSED:
                     return False

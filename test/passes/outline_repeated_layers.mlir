@@ -1,11 +1,11 @@
 // RUN: shlo-opt %s --pass-pipeline='builtin.module(shlo-outline-repeated-layers{min-layer-ops=3 min-saved-ops=6})' | FileCheck %s
 
-// Three layers of the same four ops, each with its own weight and the shared
-// constant: one function, called once per layer with the chain and the
-// layer's weight (the constant is copied in). The layers are cut where only
-// the chain crosses: not between the tanh and the multiply, which both read
-// the add. The op before them (the first negate) and the one after (the
-// final abs) stay in place.
+// Three layers of the same five ops, each with its own weight and the
+// shared constant, and a residual connection: one function, called once per
+// layer with the residual stream and the layer's weight (the constant is
+// copied in). The layers are cut where only the stream crosses, not between
+// the tanh and the multiply, which both read the add. The op before them
+// (the negate) and the one after (the abs) stay in place.
 // CHECK-LABEL: func.func @layers
 // CHECK-SAME: (%[[X:.+]]: tensor<8xf32>, %[[W1:.+]]: tensor<8xf32>, %[[W2:.+]]: tensor<8xf32>, %[[W3:.+]]: tensor<8xf32>)
 func.func @layers(%x: tensor<8xf32>, %w1: tensor<8xf32>, %w2: tensor<8xf32>, %w3: tensor<8xf32>) -> tensor<8xf32> {
@@ -21,6 +21,33 @@ func.func @layers(%x: tensor<8xf32>, %w1: tensor<8xf32>, %w2: tensor<8xf32>, %w3
   %t1 = stablehlo.tanh %a1 : tensor<8xf32>
   %m1 = stablehlo.multiply %a1, %c : tensor<8xf32>
   %s1 = stablehlo.subtract %t1, %m1 : tensor<8xf32>
+  %o1 = stablehlo.add %s1, %n : tensor<8xf32>
+  %a2 = stablehlo.add %o1, %w2 : tensor<8xf32>
+  %t2 = stablehlo.tanh %a2 : tensor<8xf32>
+  %m2 = stablehlo.multiply %a2, %c : tensor<8xf32>
+  %s2 = stablehlo.subtract %t2, %m2 : tensor<8xf32>
+  %o2 = stablehlo.add %s2, %o1 : tensor<8xf32>
+  %a3 = stablehlo.add %o2, %w3 : tensor<8xf32>
+  %t3 = stablehlo.tanh %a3 : tensor<8xf32>
+  %m3 = stablehlo.multiply %a3, %c : tensor<8xf32>
+  %s3 = stablehlo.subtract %t3, %m3 : tensor<8xf32>
+  %o3 = stablehlo.add %s3, %o2 : tensor<8xf32>
+  %r = stablehlo.abs %o3 : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// The same layers without the residual connection: each layer's result has
+// one reader, a link of an elementwise chain that fusion makes one loop, so
+// calls would store it: nothing is outlined.
+// CHECK-LABEL: func.func @chain
+// CHECK-NOT: call
+// CHECK: return
+func.func @chain(%x: tensor<8xf32>, %w1: tensor<8xf32>, %w2: tensor<8xf32>, %w3: tensor<8xf32>) -> tensor<8xf32> {
+  %c = stablehlo.constant dense<2.0> : tensor<8xf32>
+  %a1 = stablehlo.add %x, %w1 : tensor<8xf32>
+  %t1 = stablehlo.tanh %a1 : tensor<8xf32>
+  %m1 = stablehlo.multiply %a1, %c : tensor<8xf32>
+  %s1 = stablehlo.subtract %t1, %m1 : tensor<8xf32>
   %a2 = stablehlo.add %s1, %w2 : tensor<8xf32>
   %t2 = stablehlo.tanh %a2 : tensor<8xf32>
   %m2 = stablehlo.multiply %a2, %c : tensor<8xf32>
@@ -29,8 +56,7 @@ func.func @layers(%x: tensor<8xf32>, %w1: tensor<8xf32>, %w2: tensor<8xf32>, %w3
   %t3 = stablehlo.tanh %a3 : tensor<8xf32>
   %m3 = stablehlo.multiply %a3, %c : tensor<8xf32>
   %s3 = stablehlo.subtract %t3, %m3 : tensor<8xf32>
-  %r = stablehlo.abs %s3 : tensor<8xf32>
-  return %r : tensor<8xf32>
+  return %s3 : tensor<8xf32>
 }
 
 // Repeats whose layers read values an elementwise op makes outside them (a
@@ -84,13 +110,16 @@ func.func @complex_constant(%x: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>
   %a1 = stablehlo.add %x, %c : tensor<2xcomplex<f32>>
   %m1 = stablehlo.multiply %a1, %a1 : tensor<2xcomplex<f32>>
   %s1 = stablehlo.subtract %m1, %c : tensor<2xcomplex<f32>>
-  %a2 = stablehlo.add %s1, %c : tensor<2xcomplex<f32>>
+  %o1 = stablehlo.add %s1, %x : tensor<2xcomplex<f32>>
+  %a2 = stablehlo.add %o1, %c : tensor<2xcomplex<f32>>
   %m2 = stablehlo.multiply %a2, %a2 : tensor<2xcomplex<f32>>
   %s2 = stablehlo.subtract %m2, %c : tensor<2xcomplex<f32>>
-  %a3 = stablehlo.add %s2, %c : tensor<2xcomplex<f32>>
+  %o2 = stablehlo.add %s2, %o1 : tensor<2xcomplex<f32>>
+  %a3 = stablehlo.add %o2, %c : tensor<2xcomplex<f32>>
   %m3 = stablehlo.multiply %a3, %a3 : tensor<2xcomplex<f32>>
   %s3 = stablehlo.subtract %m3, %c : tensor<2xcomplex<f32>>
-  return %s3 : tensor<2xcomplex<f32>>
+  %o3 = stablehlo.add %s3, %o2 : tensor<2xcomplex<f32>>
+  return %o3 : tensor<2xcomplex<f32>>
 }
 
 // CHECK-LABEL: func.func private @shlo_layer_0
@@ -100,7 +129,8 @@ func.func @complex_constant(%x: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>
 // CHECK-NEXT: %[[T:.+]] = stablehlo.tanh %[[A]]
 // CHECK-NEXT: %[[M:.+]] = stablehlo.multiply %[[A]], %[[C]]
 // CHECK-NEXT: %[[S:.+]] = stablehlo.subtract %[[T]], %[[M]]
-// CHECK-NEXT: return %[[S]]
+// CHECK-NEXT: %[[O:.+]] = stablehlo.add %[[S]], %[[IN]]
+// CHECK-NEXT: return %[[O]]
 // CHECK-LABEL: func.func private @shlo_layer_1
 // CHECK-SAME: (%[[CIN:.+]]: tensor<2xcomplex<f32>>, %[[CARG:.+]]: tensor<2xcomplex<f32>>)
 // CHECK-NEXT: %[[CA:.+]] = stablehlo.add %[[CIN]], %[[CARG]]
