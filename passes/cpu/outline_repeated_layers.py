@@ -222,6 +222,11 @@ _FUSED = ELEMENTWISE_OPS | {
 }
 
 
+# Readers that take an elementwise producer into their loops (a reduction's
+# rows); a matmul or convolution reads its operands from memory.
+_FUSED_WITH_PRODUCERS = frozenset(("stablehlo.reduce",))
+
+
 def _keeps_fusions(layers: list[_Layer]) -> bool:
     """Whether the calls cut no fusion but at the ends of the run.
 
@@ -231,8 +236,9 @@ def _keeps_fusions(layers: list[_Layer]) -> bool:
     are not fused into their readers anyway (a matmul's, a reduction's); a
     layer before the last has no elementwise reader outside the run; and no
     value passed from layer to layer is an elementwise op's with one reader
-    (a link of a chain that fusion makes one loop: GPT-2's residual stream
-    has several readers, so it is stored either way). Otherwise the
+    that fuses it (a link of a chain that fusion makes one loop; GPT-2's
+    residual stream has several readers, and a CNN block's ReLU feeds a
+    convolution: both are stored either way). Otherwise the
     function boundary stores what fusion kept in registers: a training
     step's backward layers read the forward pass's activations, each the
     result of an elementwise op, and its optimizer's updates, grouped by
@@ -249,10 +255,10 @@ def _keeps_fusions(layers: list[_Layer]) -> bool:
                     return False
     for layer in layers[:-1]:
         for op, i in layer.read_later:
-            uses = list(layer.ops[op].results[i].uses)
-            if layer.ops[op].name in _FUSED and len(uses) == 1:
-                return False  # a link of an elementwise chain, which fuses into one loop
-            for use in uses:
+            result = layer.ops[op].results[i]
+            if _chain_link(result):
+                return False
+            for use in result.uses:
                 reader = use.owner.operation
                 if reader not in members and reader.name in _FUSED:
                     return False
@@ -291,9 +297,24 @@ def _elements(value: ir.Value) -> int:
     return 1
 
 
+def _chain_link(value: ir.Value) -> bool:
+    """Whether ``value`` is a link of a chain that fusion makes one loop: an
+    elementwise op's result with one reader that fuses it."""
+    producer = defining_op(value)
+    if producer is None or producer.name not in _FUSED:
+        return False
+    uses = list(value.uses)
+    return len(uses) == 1 and uses[0].owner.operation.name in _FUSED | _FUSED_WITH_PRODUCERS
+
+
+# Added to a boundary's cost for each chain link it cuts: any other boundary is better.
+_LINK_COST = 1 << 40
+
+
 def _cut_costs(ops: list[ir.Operation]) -> np.ndarray:
     """For each boundary p before ``ops[p]``: the elements of the values that
-    ops before it make and ops after it read, which a call at p would store."""
+    ops before it make and ops after it read, which a call at p would store
+    (``_LINK_COST`` for a chain link, whose store fusion would have saved)."""
     position = {op: index for index, op in enumerate(ops)}
     costs = np.zeros(len(ops) + 1, dtype=np.int64)
     for index, op in enumerate(ops):
@@ -306,7 +327,7 @@ def _cut_costs(ops: list[ir.Operation]) -> np.ndarray:
                 last = max(last, position[reader])
             if last > index:
                 # Boundaries index + 1 .. last cut this value.
-                size = _elements(result)
+                size = _LINK_COST if _chain_link(result) else _elements(result)
                 costs[index + 1] += size
                 costs[last + 1] -= size
     return np.cumsum(costs)

@@ -70,12 +70,19 @@ def one_layer_differs(x, w, b):
     return x
 
 
+def relu_residual(x, w, b):
+    for i in range(LAYERS):
+        x = jax.nn.relu(jnp.tanh(layer_norm(x) @ w[i][0]) @ w[i][1] + x + b[i][0])
+    return x
+
+
 MODELS: dict[str, Callable] = {
     "residual_stack": residual_stack,
     "two_streams": two_streams,
     "shared_mask": shared_mask,
     "ends_in_a_reduction": ends_in_a_reduction,
     "one_layer_differs": one_layer_differs,
+    "relu_residual": relu_residual,
 }
 
 
@@ -90,10 +97,15 @@ def arguments() -> tuple:
     return x, w, b
 
 
-def layer_calls(source: bytes) -> dict[str, int]:
-    """Calls per function that shlo-outline-repeated-layers made of the exported module."""
+def outlined(source: bytes):
     module, _, _ = prepare_static(source, "main", None, "<test>", 1 << 30)
     run_pipeline(module, ["shlo-outline-repeated-layers"])
+    return module
+
+
+def layer_calls(source: bytes) -> dict[str, int]:
+    """Calls per function that shlo-outline-repeated-layers made of the exported module."""
+    module = outlined(source)
     calls: dict[str, int] = {}
     for call in ops_named(module.operation, "func.call"):
         callee = str(call.attributes["callee"]).lstrip("@")
@@ -123,3 +135,42 @@ def test_layers_are_outlined_once_per_kind() -> None:
     calls = layer_calls(source.mlir_module_serialized)
     assert list(calls) == ["shlo_layer_0"]
     assert calls["shlo_layer_0"] in (LAYERS - 1, LAYERS)
+
+
+def test_a_boundary_that_cuts_a_chain_link_costs_more_than_any_store() -> None:
+    """Between the residual add and the ReLU, or after the ReLU, the same
+    elements cross; but the add's result has one reader that fuses it, so a
+    call there would store what fusion keeps in registers (a CNN's blocks
+    were not outlined at all while such a boundary was taken first)."""
+    from shlo.passes.cpu.outline_repeated_layers import _LINK_COST, _cut_costs
+
+    module = shlo.load_module(
+        """
+func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %z = stablehlo.constant dense<0.0> : tensor<4x4xf32>
+  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %a = stablehlo.add %d, %x : tensor<4x4xf32>
+  %m = stablehlo.maximum %a, %z : tensor<4x4xf32>
+  %e = stablehlo.dot_general %m, %w, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %r = stablehlo.add %e, %m : tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}"""
+    )
+    (function,) = ops_named(module.operation, "func.func")
+    ops = [op.operation for op in function.regions[0].blocks[0].operations]
+    costs = _cut_costs(ops)
+    between_add_and_relu, after_relu = costs[3], costs[4]
+    assert between_add_and_relu >= _LINK_COST
+    assert after_relu < _LINK_COST
+
+
+def test_layers_end_after_the_relu_not_between_the_add_and_it() -> None:
+    """The relu_residual model's layers are cut after the ReLU, which the
+    next layer reads twice, not before it."""
+    args = arguments()
+    source = export.export(jax.jit(relu_residual), platforms=["cpu"])(*args)
+    module = outlined(source.mlir_module_serialized)
+    functions = ops_named(module.operation, "func.func")
+    (layer,) = [f for f in functions if "shlo_layer" in str(f.attributes["sym_name"])]
+    (returned,) = ops_named(layer, "func.return")
+    assert [value.owner.name for value in returned.operands] == ["stablehlo.maximum"]
