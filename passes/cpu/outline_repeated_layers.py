@@ -105,9 +105,9 @@ def _complex_constant(op: ir.Operation) -> bool:
 
 
 def _attributes(op: ir.Operation) -> tuple:
-    """``op``'s attributes, by name: compared without printing them (attributes
-    and types are unique in their context, so equal ones are the same object;
-    printing some, a constant of dense resource elements, aborted)."""
+    """``op``'s attributes, by name, compared without printing them: attributes
+    and types are unique in their context, so equal ones are the same object
+    (and a large constant is not printed)."""
     attributes = op.attributes
     return tuple(
         (named.name, named.attr) for named in map(attributes.__getitem__, range(len(attributes)))
@@ -446,7 +446,8 @@ def _outline_one_run(
         if layers is None:
             continue
         layers = _longest_same(layers)
-        if (len(layers) - 1) * len(layers[0].ops) >= min_saved_ops and _keeps_fusions(layers):
+        saved = (len(layers) - 1) * len(layers[0].ops)
+        if len(layers) >= 2 and saved >= min_saved_ops and _keeps_fusions(layers):
             _outline_layers(module, layers, name)
             return True
     return False
