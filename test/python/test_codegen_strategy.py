@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 import re
 
 import numpy as np
 import pytest
 import shlo
+from shlo.backends.cpu import codegen_recipes
 from shlo.backends.cpu.codegen_recipes import (
+    DEFAULT_L2_CACHE,
     MATMUL_THREAD_TILE,
     PARTIAL_TILES,
+    matmul_k_tile,
     matmul_thread_tile,
 )
 from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
@@ -752,6 +756,74 @@ def test_matmul_of_257_rows_splits_its_rows_evenly() -> None:
     assert re.search(r"scf\.forall .* in \(2, 3\)", tiles)
     assert "d0 * 136" in tiles and "d0 * 256" not in tiles
     assert re.search(r"scf.for .* iter_args\(.*\) -> \(vector<8x32xf32>\)", tiles)
+
+
+@pytest.mark.parametrize(
+    ("l2", "columns", "bits", "k_tile"),
+    [
+        # 2 MB, 16 ways: rows 16 KB apart repeat their sets every 8 rows.
+        ((16, 128 * 1024), 4096, 32, 64),
+        ((16, 128 * 1024), 2048, 32, 128),
+        ((16, 128 * 1024), 8192, 32, 32),
+        ((16, 128 * 1024), 2048, 64, 64),
+        # Strides that are no large power of two keep the whole block.
+        ((16, 128 * 1024), 1024, 32, 256),
+        ((16, 128 * 1024), 3072, 32, 256),
+        ((16, 128 * 1024), 768, 32, 256),
+        ((16, 128 * 1024), 1, 32, 256),
+        # 512 KB, 8 ways: 4 rows per period and 4 ways for the block.
+        ((8, 64 * 1024), 4096, 32, 16),
+        ((8, 64 * 1024), 1024, 32, 64),
+        # Never below MIN_MATMUL_K_TILE.
+        ((2, 4096), 4096, 32, 16),
+    ],
+)
+def test_matmul_k_tile_keeps_a_block_in_half_of_each_l2_set(
+    monkeypatch: pytest.MonkeyPatch, l2: tuple[int, int], columns: int, bits: int, k_tile: int
+) -> None:
+    monkeypatch.setattr(codegen_recipes, "l2_cache", lambda: l2)
+    assert matmul_k_tile(columns, bits) == k_tile
+
+
+def test_l2_cache_is_read_from_sys_or_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    caches = {
+        "index0": {"level": "1", "type": "Data", "ways_of_associativity": "12"},
+        "index2": {"level": "2", "type": "Unified", "ways_of_associativity": "8"},
+        "index3": {"level": "3", "type": "Unified", "ways_of_associativity": "15"},
+    }
+    for index, fields in caches.items():
+        (tmp_path / index).mkdir()
+        for name, value in {
+            **fields,
+            "number_of_sets": "1024",
+            "coherency_line_size": "64",
+        }.items():
+            (tmp_path / index / name).write_text(value + "\n")
+    for directory, want in ((tmp_path, (8, 64 * 1024)), (tmp_path / "none", DEFAULT_L2_CACHE)):
+        monkeypatch.setattr(codegen_recipes, "CPU_CACHES", str(directory))
+        codegen_recipes.l2_cache.cache_clear()
+        try:
+            assert codegen_recipes.l2_cache() == want
+        finally:
+            codegen_recipes.l2_cache.cache_clear()
+
+
+def test_matmul_of_4096_columns_walks_its_rhs_in_blocks_of_64_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """300 rows of the rhs: four blocks of 64 and a partial one of 44, results as numpy's."""
+    monkeypatch.setattr(codegen_recipes, "l2_cache", lambda: DEFAULT_L2_CACHE)
+    module = shlo.load_module(matmul_source(40, 300, 4096))
+    run_pipeline(
+        module, FRONTEND + CpuPipeline(strategy=VECTOR_RECIPES).elements(through="tensor-codegen")
+    )
+    tiles = str(module)
+    assert re.search(r"scf\.for %\w+ = %c0 to %c300 step %c64 ", tiles)
+    assert "step %c256" not in tiles
+    got, (a, b) = run_f32(matmul_source(40, 300, 4096), (40, 300), (300, 4096))
+    assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), 300)
 
 
 # Shapes whose thread tiles are not the default, with partial register tiles

@@ -58,7 +58,10 @@ class CpuBackend(Backend):
         return resolve_pipeline(pipeline, threads)
 
     def cache_fields(self, options: CpuPipeline) -> list[str]:
-        return [*options.elements(), repr(options), _code_kind()]
+        from shlo.backends.cpu.codegen_recipes import l2_cache
+
+        # The L2 cache's geometry chooses some matmuls' tiles (matmul_k_tile).
+        return [*options.elements(), repr(options), _code_kind(), repr(l2_cache())]
 
     def lower(
         self,

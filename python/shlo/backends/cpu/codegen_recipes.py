@@ -11,8 +11,10 @@ only how that kind of op is generated.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -298,6 +300,67 @@ def _vectorize_contraction(
 # time, at most, and of the accumulators held in registers.
 MATMUL_THREAD_TILE = (256, 128)
 MATMUL_REGISTER_TILE = (8, 32)
+# Rows of the rhs (k steps) per block of a thread tile, at most: a block of
+# 256 x 128 floats, 128 KB, stays in L2 while the thread's register tiles
+# walk it (see matmul_k_tile).
+MATMUL_K_TILE = 256
+MIN_MATMUL_K_TILE = 16
+# L2's ways and the bytes after which its set indices repeat, where the host
+# does not say (/sys): 2 MB, 16 ways, as on the Xeons the bench runs on.
+DEFAULT_L2_CACHE = (16, 128 * 1024)
+
+
+CPU_CACHES = "/sys/devices/system/cpu/cpu0/cache"
+
+
+@functools.cache
+def l2_cache() -> tuple[int, int]:
+    """The host's L2 cache: (ways, bytes spanned by its sets), from Linux's /sys."""
+
+    def field(index: str, name: str) -> str:
+        with open(os.path.join(CPU_CACHES, index, name), encoding="ascii") as file:
+            return file.read().strip()
+
+    try:
+        for index in sorted(os.listdir(CPU_CACHES)):
+            if field(index, "level") == "2" and field(index, "type") in ("Unified", "Data"):
+                ways, sets, line = (
+                    int(field(index, name))
+                    for name in ("ways_of_associativity", "number_of_sets", "coherency_line_size")
+                )
+                span = sets * line
+                if ways > 0 and span > 0:
+                    return ways, span
+    except (OSError, ValueError):
+        pass
+    return DEFAULT_L2_CACHE
+
+
+def matmul_k_tile(columns: int, bits: int) -> int:
+    """The rows of the rhs per block, for a matmul of ``columns`` columns of ``bits``-bit elements.
+
+    A block's rows lie ``columns * bits / 8`` bytes apart in the rhs. Where
+    that stride is a multiple of a large power of two, they fall into few of
+    L2's sets: with 2 MB pages (numpy asks the kernel for them above 4 MB),
+    rows 16 KB apart (4096 f32 columns) all map to 1 in 8 of the sets, so a
+    block of 256 rows holds 32 lines per set of 16 ways and is evicted
+    before the next register tile reads it again. The block keeps at most
+    half the ways of each set (the other half for the lhs and the result):
+    [256, 1024] x [1024, 4096] ran in 18.0 ms with blocks of 256 rows, 15.3
+    with 128 and 10.5 with 64; [256, 1024] x [1024, 2048] in 6.7 and 4.3 ms
+    (256 and 128 rows), 1024 columns the same either way.
+    """
+    ways, span = l2_cache()
+    stride = columns * bits // 8
+    if stride == 0:
+        return MATMUL_K_TILE
+    # Rows before the set indices repeat.
+    period = span // math.gcd(stride, span)
+    k_tile = MATMUL_K_TILE
+    while k_tile > MIN_MATMUL_K_TILE and k_tile > period * ways // 2:
+        k_tile //= 2
+    return k_tile
+
 
 # Matrix products of few rows (a decoding step's x @ w): the most rows and
 # the register tile of each kind. Their time is reading the weights from
@@ -408,8 +471,9 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
 
     ``@vectorize_matmuls`` applies the first action whose matcher takes an
     op: narrow ones first; then those for each 32-bit one of ``shapes``
-    whose thread tile is not MATMUL_THREAD_TILE, which match its sizes
-    exactly; then those of fewer than 32 columns; then the general ones.
+    whose thread tile is not MATMUL_THREAD_TILE or whose k tile is not
+    MATMUL_K_TILE, which match its sizes exactly; then those of fewer than
+    32 columns; then the general ones.
     The 64-bit ones (8x16 tiles) are there only when ``shapes`` has a 64-bit
     product: every recipe is parsed and matched on each compile.
     """
@@ -435,15 +499,17 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
         for suffix in ("_filled", "")
     ]
     matmuls = ("matmul", "batch_matmul")
-    # (op name, element bits, exact sizes, thread tile, register tile, limits, name suffix)
-    variants = [
-        (name, 32, shape, tile, matmul_register_tile(shape[-1]), [], _shape_suffix(shape))
-        for name, shape, bits in dict.fromkeys(shapes)
-        if name in matmuls
-        and bits == 32
-        and not (name == "matmul" and shape[0] <= NARROW_MAX_ROWS)
-        and (tile := matmul_thread_tile(shape, threads)) != MATMUL_THREAD_TILE
-    ]
+    # (op name, element bits, exact sizes, thread tile, register tile, k tile, limits,
+    # name suffix)
+    variants = []
+    for name, shape, bits in dict.fromkeys(shapes):
+        if name not in matmuls or bits != 32 or (name == "matmul" and shape[0] <= NARROW_MAX_ROWS):
+            continue
+        tile, k_tile = matmul_thread_tile(shape, threads), matmul_k_tile(shape[-1], bits)
+        if (tile, k_tile) != (MATMUL_THREAD_TILE, MATMUL_K_TILE):
+            register_tile = matmul_register_tile(shape[-1])
+            suffix = _shape_suffix(shape)
+            variants.append((name, 32, shape, tile, register_tile, k_tile, [], suffix))
     widths = [(32, MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, "")]
     if _has_64_bit(shapes, matmuls):
         widths.append((64, MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"))
@@ -457,13 +523,14 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
                     (),
                     MATMUL_THREAD_TILE,
                     few_columns_tile,
+                    MATMUL_K_TILE,
                     few_columns,
                     f"{width}_few_columns",
                 ),
-                (name, bits, (), MATMUL_THREAD_TILE, register_tile, [], width),
+                (name, bits, (), MATMUL_THREAD_TILE, register_tile, MATMUL_K_TILE, [], width),
             ]
     definitions = []
-    for name, bits, shape, thread_tile, register_tile, limits, variant in variants:
+    for name, bits, shape, thread_tile, register_tile, k_tile, limits, variant in variants:
         batch = 1 if name == "batch_matmul" else 0
         for suffix, filled in (("_filled", True), ("", False)):
             matcher, action = (
@@ -481,7 +548,7 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
                     bits=bits,
                 )
                 + _vectorize_contraction(
-                    action, f"linalg.{name}", batch, thread_tile, register_tile, 256, filled
+                    action, f"linalg.{name}", batch, thread_tile, register_tile, k_tile, filled
                 )
             )
             pairs.append(f"@{matcher} -> @{action}")
