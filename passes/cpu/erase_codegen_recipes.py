@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import DOT_ROWS, FUSED_TRANSPOSE, PARTIAL_TILES
+from shlo.backends.cpu.codegen_recipes import DOT_ROWS, FUSED_BLOCK, PARTIAL_TILES
 from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 
@@ -46,7 +46,7 @@ _TAGS = (
     "shlo.vectorize",
     "shlo.row_op",
     PARTIAL_TILES,
-    FUSED_TRANSPOSE,
+    FUSED_BLOCK,
     DOT_ROWS,
 )
 

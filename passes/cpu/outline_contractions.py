@@ -13,10 +13,19 @@ transform each distinct contraction once, in a small function, and
 
 An input that is a transpose only the matmul reads (a weight stored
 ``[out, in]``, as transformers' Flax GPT-2 keeps them) is outlined with it
-and tagged ``shlo.fused_transpose``: the recipe computes it one cache-sized
+and tagged ``shlo.fused_block``: the recipe computes it one cache-sized
 block at a time inside the matmul's loops. Transposed whole before the
 matmul, GPT-2's weights were copied through memory on every call, 15% of
-its run time.
+its run time. An f32 rhs that is no such transpose is copied the same way,
+a block at a time (a ``linalg.copy`` tagged ``shlo.fused_block``), when
+each thread tile has at least ``PACKED_RHS_MIN_ROWS`` rows (a block
+serves the rows of one tile, then is copied again): the register tiles
+then read rows of the block 512 bytes apart instead of rows of the rhs 4 N
+bytes apart, each on its own page and, for N a multiple of 1024, all in
+the same L1 sets. [1024, 1024] x [1024, 1024]: 8.8 -> 6.6 ms;
+[128, 768] x [768, 2304] (GPT-2's attention input): 1.86 -> 1.37 ms. With
+16 rows the copy costs more than it saves (0.94 -> 1.00 ms at
+[16, 1024] x [1024, 4096]).
 
 A matmul of at most 8 rows (a decoding step) whose f32 rhs is a transpose
 of a weight ``w[n, k]`` that only it reads becomes instead a
@@ -45,10 +54,10 @@ import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import arith, ir, linalg
+from shlo._mlir_compat import arith, ir, linalg, tensor
 from shlo.backends.cpu.codegen_recipes import (
     DOT_ROWS,
-    FUSED_TRANSPOSE,
+    FUSED_BLOCK,
     NARROW_MATMULS,
     matmul_thread_tile,
 )
@@ -79,6 +88,8 @@ def _is_transpose(op: ir.Operation) -> bool:
     return input_map.is_permutation and output_map.is_permutation
 
 
+# The fewest rows of a matmul whose rhs is copied into blocks (see the module's doc).
+PACKED_RHS_MIN_ROWS = 32
 # The most rows of a matmul rewritten as dot products of a weight's rows.
 DOT_ROWS_MAX_ROWS = max(rows for _, rows, _ in NARROW_MATMULS)
 
@@ -184,6 +195,32 @@ def fused_transposes(op: ir.Operation, threads: int) -> list[ir.Operation]:
     return found
 
 
+def packed_rhs(op: ir.Operation, fused: list[ir.Operation], threads: int) -> list[ir.Operation]:
+    """A ``linalg.copy`` of ``op``'s rhs (with its tensor.empty), which ``op`` now reads, if
+    ``op`` is an f32 matmul whose thread tiles have at least PACKED_RHS_MIN_ROWS rows and
+    whose rhs is not one of the ``fused`` transposes; else nothing. Each thread tile
+    copies its blocks, which only its rows read."""
+    rhs = op.operands[1]
+    shape = static_shape(op.results[0]) if op.name == "linalg.matmul" else None
+    if (
+        shape is None
+        or 0 in shape
+        or min(shape[0], matmul_thread_tile(shape, threads)[0]) < PACKED_RHS_MIN_ROWS
+        or any(rhs == transpose.results[0] for transpose in fused)
+        or not all(isinstance(value.type.element_type, ir.F32Type) for value in op.operands)
+    ):
+        return []
+    rhs_type = ir.RankedTensorType(rhs.type)
+    with op.location, ir.InsertionPoint(op):
+        empty = tensor.EmptyOp(rhs_type.shape, rhs_type.element_type)
+        copy = linalg.CopyOp([rhs_type], [rhs], [empty.result])
+        body = copy.regions[0].blocks.append(rhs_type.element_type, rhs_type.element_type)
+        with ir.InsertionPoint(body):
+            linalg.YieldOp([body.arguments[0]])
+    op.operands[1] = copy.results[0]
+    return [empty.operation, copy.operation]
+
+
 @dataclass(frozen=True)
 class OutlineContractionsPass(Pass):
     """Outline matmuls and convolutions, with their fills, one function per distinct one."""
@@ -204,9 +241,11 @@ class OutlineContractionsPass(Pass):
             if dot is not None:
                 op = dot
             transposes = fused_transposes(op, self.threads) if self.fuse_transposes else []
+            if self.fuse_transposes:
+                transposes += packed_rhs(op, transposes, self.threads)
             for transpose in transposes:
-                if transpose.name == "linalg.generic":
-                    transpose.attributes[FUSED_TRANSPOSE] = ir.UnitAttr.get()
+                if transpose.name in ("linalg.generic", "linalg.copy"):
+                    transpose.attributes[FUSED_BLOCK] = ir.UnitAttr.get()
             chain = init_chain(op, op.operands[len(op.operands) - 1])
             ops = sorted([*transposes, *chain], key=functools.cmp_to_key(_block_order))
             outline(module, [*ops, op], f"{PREFIX}{len(functions)}", functions)

@@ -64,7 +64,7 @@ func.func @transposed(%a: tensor<12x8xf32>, %w: tensor<16x8xf32>) -> (tensor<12x
   // CHECK: call @shlo_contraction_0(%{{.+}}, %{{.+}}) : (tensor<16x8xf32>, tensor<12x8xf32>) -> tensor<12x16xf32>
   %m0 = linalg.matmul ins(%a, %wt : tensor<12x8xf32>, tensor<8x16xf32>) outs(%f0 : tensor<12x16xf32>) -> tensor<12x16xf32>
   // CHECK: %[[SHARED:.+]] = linalg.generic
-  // CHECK-NOT: shlo.fused_transpose
+  // CHECK-NOT: shlo.fused_block
   // CHECK: call @shlo_contraction_1(%{{.+}}, %[[SHARED]]) : (tensor<12x8xf32>, tensor<8x16xf32>)
   %et1 = tensor.empty() : tensor<8x16xf32>
   %wt1 = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x8xf32>) outs(%et1 : tensor<8x16xf32>) {
@@ -78,10 +78,10 @@ func.func @transposed(%a: tensor<12x8xf32>, %w: tensor<16x8xf32>) -> (tensor<12x
 }
 // CHECK-LABEL: func.func private @shlo_contraction_0
 // CHECK-SAME: (%[[W:.+]]: tensor<16x8xf32>, %[[X:.+]]: tensor<12x8xf32>)
-// CHECK: %[[T:.+]] = linalg.generic {{.*}} ins(%[[W]] : tensor<16x8xf32>) {{.*}} attrs = {shlo.fused_transpose}
+// CHECK: %[[T:.+]] = linalg.generic {{.*}} ins(%[[W]] : tensor<16x8xf32>) {{.*}} attrs = {shlo.fused_block}
 // CHECK: linalg.matmul ins(%[[X]], %[[T]] : tensor<12x8xf32>, tensor<8x16xf32>)
 // CHECK-LABEL: func.func private @shlo_contraction_1
-// CHECK-NOT: shlo.fused_transpose
+// CHECK-NOT: shlo.fused_block
 // CHECK: linalg.matmul
 
 // -----
@@ -140,5 +140,58 @@ func.func @dot_rows(%a: tensor<8x4xf32>, %w: tensor<16x4xf32>, %ai: tensor<8x4xi
 // CHECK-NOT: shlo.dot_rows
 // CHECK: linalg.matmul
 // CHECK-LABEL: func.func private @shlo_contraction_2
-// CHECK-NOT: shlo.fused_transpose
+// CHECK-NOT: shlo.fused_block
+// CHECK: linalg.matmul
+
+// -----
+
+// An f32 matmul of 32 rows or more copies its rhs, a block at a time in the
+// recipe (tagged shlo.fused_block), unless the rhs is a fused transpose;
+// below 32 rows, and i32 matmuls, read the rhs itself. The rhs stays an
+// argument: another user (%m1, %m2) reads it unchanged.
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @packed
+func.func @packed(%a: tensor<32x8xf32>, %b: tensor<8x16xf32>, %small: tensor<31x8xf32>, %w: tensor<16x8xf32>, %ai: tensor<32x8xi32>, %bi: tensor<8x16xi32>)
+    -> (tensor<32x16xf32>, tensor<31x16xf32>, tensor<32x16xf32>, tensor<32x16xi32>) {
+  %zero = arith.constant 0.0 : f32
+  // CHECK: call @shlo_contraction_0(%{{.+}}, %{{.+}}) : (tensor<8x16xf32>, tensor<32x8xf32>) -> tensor<32x16xf32>
+  %e0 = tensor.empty() : tensor<32x16xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<32x16xf32>) -> tensor<32x16xf32>
+  %m0 = linalg.matmul ins(%a, %b : tensor<32x8xf32>, tensor<8x16xf32>) outs(%f0 : tensor<32x16xf32>) -> tensor<32x16xf32>
+  // CHECK: call @shlo_contraction_1(%{{.+}}, %{{.+}}) : (tensor<31x8xf32>, tensor<8x16xf32>) -> tensor<31x16xf32>
+  %e1 = tensor.empty() : tensor<31x16xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<31x16xf32>) -> tensor<31x16xf32>
+  %m1 = linalg.matmul ins(%small, %b : tensor<31x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<31x16xf32>) -> tensor<31x16xf32>
+  // CHECK: call @shlo_contraction_2(%{{.+}}, %{{.+}}) : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<32x16xf32>
+  %et = tensor.empty() : tensor<8x16xf32>
+  %wt = linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<16x8xf32>) outs(%et : tensor<8x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<8x16xf32>
+  %e2 = tensor.empty() : tensor<32x16xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<32x16xf32>) -> tensor<32x16xf32>
+  %m2 = linalg.matmul ins(%a, %wt : tensor<32x8xf32>, tensor<8x16xf32>) outs(%f2 : tensor<32x16xf32>) -> tensor<32x16xf32>
+  // CHECK: call @shlo_contraction_3(%{{.+}}, %{{.+}}) : (tensor<32x8xi32>, tensor<8x16xi32>) -> tensor<32x16xi32>
+  %zi = arith.constant 0 : i32
+  %ei = tensor.empty() : tensor<32x16xi32>
+  %fi = linalg.fill ins(%zi : i32) outs(%ei : tensor<32x16xi32>) -> tensor<32x16xi32>
+  %mi = linalg.matmul ins(%ai, %bi : tensor<32x8xi32>, tensor<8x16xi32>) outs(%fi : tensor<32x16xi32>) -> tensor<32x16xi32>
+  return %m0, %m1, %m2, %mi : tensor<32x16xf32>, tensor<31x16xf32>, tensor<32x16xf32>, tensor<32x16xi32>
+}
+// CHECK-LABEL: func.func private @shlo_contraction_0
+// CHECK-SAME: (%[[B:.+]]: tensor<8x16xf32>, %[[X:.+]]: tensor<32x8xf32>)
+// CHECK: %[[E:.+]] = tensor.empty() : tensor<8x16xf32>
+// CHECK: %[[P:.+]] = linalg.copy {shlo.fused_block} ins(%[[B]] : tensor<8x16xf32>) outs(%[[E]] : tensor<8x16xf32>)
+// CHECK: linalg.matmul ins(%[[X]], %[[P]] : tensor<32x8xf32>, tensor<8x16xf32>)
+// CHECK-LABEL: func.func private @shlo_contraction_1
+// CHECK-NOT: linalg.copy
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @shlo_contraction_2
+// CHECK-NOT: linalg.copy
+// CHECK: linalg.generic {{.*}} attrs = {shlo.fused_block}
+// CHECK-NOT: linalg.copy
+// CHECK: linalg.matmul
+// CHECK-LABEL: func.func private @shlo_contraction_3
+// CHECK-NOT: linalg.copy
 // CHECK: linalg.matmul

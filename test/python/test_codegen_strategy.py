@@ -308,6 +308,38 @@ func.func @main(%a: tensor<96x80xf32>, %b: tensor<72x80xf32>) -> tensor<96x72xf3
     assert_close_f32(got, np.asarray(want), 80)
 
 
+@pytest.mark.parametrize("rows", [64, 600])
+def test_matmuls_that_copy_their_rhs_into_blocks_match_jax(rows: int) -> None:
+    """Rhs blocks copied in the matmul's loops: an rhs computed in the program and
+    returned too, read by two matmuls, next to a transposed rhs; 600 rows span three
+    row tiles, each copying every block again."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def program(x, w, v):
+        h = jnp.tanh(w)
+        a = x @ h
+        b = (x * 2.0) @ h
+        return a - b, h, a @ v.T
+
+    rng = np.random.default_rng(rows)
+    x, w, v = (
+        rng.standard_normal(shape).astype(np.float32)
+        for shape in ((rows, 70), (70, 300), (50, 300))
+    )
+    exported = jax.export.export(jax.jit(program))(x, w, v)
+    pipeline = CpuPipeline(threads=2)
+    module = shlo.load_module(exported.mlir_module())
+    elements = FRONTEND + pipeline.elements(through="tensor-codegen")
+    run_pipeline(module, elements[: elements.index("inline{default-pipeline=}") + 1])
+    # Blocks of the rhs's 70 rows and a thread tile's columns, in the loops.
+    assert re.search(r"tensor.empty\(%\w+\) : tensor<70x\?xf32>", str(module))
+    got = shlo.compile(exported, isolate=False, pipeline=pipeline)(x, w, v)
+    want = jax.jit(program)(x, w, v)
+    for depth, g, e in zip((70, 1, 300), got, want, strict=True):
+        assert_close_f32(np.asarray(g), np.asarray(e), depth)
+
+
 def test_shape_matchers_take_the_element_width_of_their_shape() -> None:
     # A [64, 64] f32 product at 2 threads gets a matcher of its own sizes, for
     # 32-bit elements (the name of its sizes once made it a 64-bit matcher);

@@ -134,9 +134,9 @@ def _match_bits(
     )
 
 
-# Marks a transpose that feeds a contraction: the recipe computes it one
-# (k_tile x thread tile) block at a time, in cache, instead of all at once.
-FUSED_TRANSPOSE = "shlo.fused_transpose"
+# Marks a transpose or copy that feeds a contraction: the recipe computes it
+# one (k_tile x thread tile) block at a time, in cache, instead of all at once.
+FUSED_BLOCK = "shlo.fused_block"
 
 # Marks a matmul of few rows and a transposed f32 weight, rewritten as dot
 # products of the weight's rows (see shlo-outline-contractions).
@@ -262,7 +262,7 @@ def _vectorize_contraction(
         else "",
         f'  %func = transform.get_parent_op %forall {{op_name = "func.func"}}'
         f" : ({any_op}) -> {any_op}\n"
-        f"  %transposes = transform.structured.match attributes {{{FUSED_TRANSPOSE}}} in %func"
+        f"  %transposes = transform.structured.match attributes {{{FUSED_BLOCK}}} in %func"
         f" : ({any_op}) -> {any_op}\n"
         f"  %tforall, %tcontainer = transform.structured.fuse_into_containing_op %transposes"
         f" into %forall : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n",
