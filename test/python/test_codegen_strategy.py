@@ -340,6 +340,29 @@ def test_matmuls_that_copy_their_rhs_into_blocks_match_jax(rows: int) -> None:
         assert_close_f32(np.asarray(g), np.asarray(e), depth)
 
 
+def test_batch_matmuls_that_copy_their_rhs_into_blocks_match_jax() -> None:
+    """Attention's softmax(q k^T) v: the batch matmul with v copies v's blocks."""
+    jax = pytest.importorskip("jax")
+
+    def attention(q, k, v):
+        scores = jax.numpy.einsum("bqd,bkd->bqk", q, k)
+        return jax.numpy.einsum("bqk,bkd->bqd", jax.nn.softmax(scores, axis=-1), v)
+
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((4, 96, 40)).astype(np.float32) for _ in range(3))
+    exported = jax.export.export(jax.jit(attention))(q, k, v)
+    pipeline = CpuPipeline(threads=2)
+    module = shlo.load_module(exported.mlir_module())
+    elements = FRONTEND + pipeline.elements(through="tensor-codegen")
+    outline = next(i for i, e in enumerate(elements) if "shlo-outline-contractions" in e)
+    run_pipeline(module, elements[: outline + 1])
+    assert re.search(
+        r"linalg.copy \{shlo.fused_block\} ins\(%\w+ : tensor<4x96x40xf32>\)", str(module)
+    )
+    got = shlo.compile(exported, isolate=False, pipeline=pipeline)(q, k, v)
+    assert_close_f32(np.asarray(got), np.asarray(jax.jit(attention)(q, k, v)), 96)
+
+
 def test_shape_matchers_take_the_element_width_of_their_shape() -> None:
     # A [64, 64] f32 product at 2 threads gets a matcher of its own sizes, for
     # 32-bit elements (the name of its sizes once made it a 64-bit matcher);
