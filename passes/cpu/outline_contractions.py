@@ -22,8 +22,9 @@ matmul, is copied the same way, a block at a time (a ``linalg.copy`` tagged
 ``PACKED_RHS_MIN_ROWS`` rows (a block serves the rows of one tile, then is
 copied again): the register tiles then read rows of the block 512 bytes
 apart instead of rows of the rhs 4 N bytes apart, each on its own page and,
-for N a multiple of 1024, all in the same L1 sets. [1024, 1024] x [1024, 1024]: 8.8 -> 6.6 ms;
-[128, 768] x [768, 2304] (GPT-2's attention input): 1.86 -> 1.37 ms. With
+for N a multiple of 1024, all in the same L1 sets. [1024, 1024] x
+[1024, 1024]: 8.8 -> 6.6 ms; [128, 768] x [768, 2304] (GPT-2's attention
+input): 1.86 -> 1.37 ms. With
 16 rows the copy costs more than it saves (0.94 -> 1.00 ms at
 [16, 1024] x [1024, 4096]). Batch matmuls: attention's 8 x [512, 64] x
 [64, 512] 1.58 -> 1.22 ms, 4 x [256, 256] x [256, 1024] 6.46 -> 2.01 ms.
@@ -241,12 +242,13 @@ class OutlineContractionsPass(Pass):
             dot = as_dot_rows(op) if self.fuse_transposes else None
             if dot is not None:
                 op = dot
-            transposes = fused_transposes(op, self.threads) if self.fuse_transposes else []
+            # The transposes and copies computed a block at a time, with their tensor.empty.
+            blocks = fused_transposes(op, self.threads) if self.fuse_transposes else []
             if self.fuse_transposes:
-                transposes += packed_rhs(op, transposes, self.threads)
-            for transpose in transposes:
-                if transpose.name in ("linalg.generic", "linalg.copy"):
-                    transpose.attributes[FUSED_BLOCK] = ir.UnitAttr.get()
+                blocks += packed_rhs(op, blocks, self.threads)
+            for block in blocks:
+                if block.name in ("linalg.generic", "linalg.copy"):
+                    block.attributes[FUSED_BLOCK] = ir.UnitAttr.get()
             chain = init_chain(op, op.operands[len(op.operands) - 1])
-            ops = sorted([*transposes, *chain], key=functools.cmp_to_key(_block_order))
+            ops = sorted([*blocks, *chain], key=functools.cmp_to_key(_block_order))
             outline(module, [*ops, op], f"{PREFIX}{len(functions)}", functions)
