@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import CONTRACTIONS, ContractionShape, transform_module_text
+from shlo.backends.cpu.codegen_recipes import (
+    CONTRACTIONS,
+    DOT_ROWS,
+    ContractionShape,
+    transform_module_text,
+)
 from shlo.ir_utils import ops_named, static_shape
 from shlo.pass_framework import Pass, PassError
 
@@ -51,13 +56,20 @@ class InsertCodegenRecipesPass(Pass):
 
 def contraction_shapes(module: ir.Operation) -> list[ContractionShape]:
     """(name without ``linalg.``, result shape, element bits) of each (batch) matmul and
-    convolution on static tensors of integers or floats."""
+    convolution on static tensors of integers or floats, and ("dot_rows", ...) of each
+    generic tagged DOT_ROWS."""
     shapes = []
-    for op in ops_named(module, *CONTRACTIONS):
+    for op in ops_named(module, *CONTRACTIONS, "linalg.generic"):
+        if op.name == "linalg.generic":
+            if DOT_ROWS not in op.attributes:
+                continue
+            name = "dot_rows"
+        else:
+            name = op.name.removeprefix("linalg.")
         shape = static_shape(op.results[0]) if len(op.results) == 1 else None
         element = ir.ShapedType(op.results[0].type).element_type if shape is not None else None
         if isinstance(element, (ir.IntegerType, ir.FloatType)):
-            shapes.append((op.name.removeprefix("linalg."), tuple(shape), element.width))
+            shapes.append((name, tuple(shape), element.width))
     return shapes
 
 

@@ -377,16 +377,69 @@ def test_shape_matchers_take_the_element_width_of_their_shape() -> None:
     assert "_64x64" not in f64
 
 
+# Every kind of op the recipes transform, at both widths, with few rows and
+# few columns too: every matcher of the recipes.
+EVERY_CONTRACTION = [
+    (name, shape, bits)
+    for bits in (32, 64)
+    for name, shape in (
+        ("matmul", (2, 16)),
+        ("matmul", (6, 64)),
+        ("matmul", (64, 64)),
+        ("batch_matmul", (4, 64, 16)),
+        ("batch_matmul", (4, 64, 64)),
+        ("conv_1d_nwc_wcf", (1, 8, 16)),
+        ("conv_2d_nhwc_hwcf", (1, 8, 8, 16)),
+        ("depthwise_conv_2d_nhwc_hwc", (1, 8, 8, 16)),
+        ("dot_rows", (4, 64)),
+    )
+]
+
+
+def match_pairs(text: str) -> list[str]:
+    return re.findall(r"@match_\w+ -> @vectorize_\w+", text)
+
+
+def test_recipes_are_written_for_the_ops_of_the_module_only() -> None:
+    # Each compile parses the sequences and tries every matcher on every op:
+    # the ones no op of the module can meet are left out, and the rest keep
+    # their order, so each op meets the same first match as with all of them.
+    from shlo.backends.cpu.codegen_recipes import transform_module_text
+
+    recipes = ("vectorize-matmul", "vectorize-conv")
+    every = match_pairs(transform_module_text(recipes, 2, EVERY_CONTRACTION))
+    assert len(every) == len(set(every)) >= 30
+
+    none = transform_module_text(recipes, 2, [])
+    assert none.count("transform.named_sequence") == 1  # the empty main sequence
+
+    square = transform_module_text(recipes, 2, [("matmul", (128, 128), 32)])
+    # Its own sizes' matchers (its thread tile is not the default), then the general ones.
+    assert match_pairs(square)[-2:] == [
+        "@match_matmul_32_filled -> @vectorize_matmul_filled",
+        "@match_matmul_32 -> @vectorize_matmul",
+    ]
+    assert all(p.startswith("@match_matmul_32_") for p in match_pairs(square)[:-2])
+    assert not re.search(r"few_columns|matvec|narrow|_64\b", " ".join(match_pairs(square)))
+    assert "@vectorize_conv" not in square and "@vectorize_batch_matmul" not in square
+
+    small = match_pairs(transform_module_text(recipes, 2, [("matmul", (2, 16), 32)]))
+    assert [p for p in every if p in small] == small
+    for kind in ("matvec", "narrow", "few_columns"):
+        assert any(f"_32_{kind} ->" in p for p in small), kind
+
+    convs = match_pairs(
+        transform_module_text(recipes, 2, [("conv_2d_nhwc_hwcf", (1, 8, 8, 16), 64)])
+    )
+    assert convs and all("conv_2d_nhwc_hwcf_64" in p for p in convs)
+
+
 def test_recipes_verify_the_vectorizer_output_before_any_pattern() -> None:
     # Invalid IR from the vectorizer must fail the compile, not be folded by
     # the patterns after it into wrong code (see test_compositions.py).
     from shlo.backends.cpu.codegen_recipes import transform_module_text
 
-    text = transform_module_text(
-        ("vectorize-matmul", "vectorize-conv"),
-        2,
-        [("matmul", (64, 64), 64), ("conv_2d_nhwc_hwcf", (1, 8, 8, 16), 64)],
-    )
+    text = transform_module_text(("vectorize-matmul", "vectorize-conv"), 2, EVERY_CONTRACTION)
     actions = text.split("transform.named_sequence @vectorize_")[1:]
     vectorizing = [a for a in actions if "transform.structured.vectorize" in a]
     assert len(vectorizing) >= 10

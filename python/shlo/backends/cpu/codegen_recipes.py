@@ -16,7 +16,7 @@ import itertools
 import math
 import os
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # The linalg ops of each kind, as stablehlo-legalize-to-linalg emits them.
@@ -36,7 +36,8 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", *OP_KINDS["convolution"])
 
 # A (batch) matmul or convolution of the module: linalg op name without
-# ``linalg.``, static result shape, element bit width.
+# ``linalg.``, static result shape, element bit width. The generics tagged
+# DOT_ROWS have the name "dot_rows".
 ContractionShape = tuple[str, tuple[int, ...], int]
 
 
@@ -51,6 +52,12 @@ class Recipe:
     # before the main sequence, for a number of threads and the module's
     # matmuls and convolutions.
     definitions: Callable[[int, Sequence[ContractionShape]], str] = lambda threads, shapes: ""
+    # The ContractionShape names of the ops the recipe transforms, when only
+    # those: without one in the module, it is left out.
+    transforms: tuple[str, ...] | None = None
+
+    def applies_to(self, shapes: Sequence[ContractionShape]) -> bool:
+        return self.transforms is None or any(name in self.transforms for name, _, _ in shapes)
 
     def sequence_body(self, index: int) -> str:
         names = ", ".join(f'"{op}"' for op in OP_KINDS[self.kind])
@@ -457,11 +464,6 @@ def matmul_register_tile(columns: int) -> tuple[int, int]:
     return FEW_COLUMNS_REGISTER_TILE if columns < MATMUL_REGISTER_TILE[1] else MATMUL_REGISTER_TILE
 
 
-def _has_64_bit(shapes: Sequence[ContractionShape], names: Collection[str]) -> bool:
-    """Whether one of ``shapes`` is a 64-bit op named in ``names``."""
-    return any(bits == 64 and name in names for name, _, bits in shapes)
-
-
 def _shape_suffix(shape: Sequence[int]) -> str:
     return "_" + "x".join(map(str, shape))
 
@@ -474,9 +476,22 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
     whose thread tile is not MATMUL_THREAD_TILE or whose k tile is not
     MATMUL_K_TILE, which match its sizes exactly; then those of fewer than
     32 columns; then the general ones.
-    The 64-bit ones (8x16 tiles) are there only when ``shapes`` has a 64-bit
-    product: every recipe is parsed and matched on each compile.
+    The 64-bit ones have 8x16 tiles. Only the matchers that may take one of
+    ``shapes`` are written (in the same order, so each op meets the same first
+    match): every sequence is parsed and tried on each op on each compile.
     """
+
+    def present(name: str, bits: int, most_columns: int | None = None) -> bool:
+        return any(
+            op == name and op_bits == bits and (most_columns is None or shape[-1] <= most_columns)
+            for op, shape, op_bits in shapes
+        )
+
+    narrow_kinds = [
+        (kind, rows, register_tile)
+        for kind, rows, register_tile in NARROW_MATMULS
+        if any(op == "matmul" and bits == 32 and shape[0] <= rows for op, shape, bits in shapes)
+    ]
     narrow = _vectorize_dot_rows(threads) + "".join(
         _match_bits(
             f"match_matmul_32_{kind}{suffix}", "linalg.matmul", 3, filled, limits=[(0, rows)]
@@ -490,12 +505,12 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
             NARROW_K_TILE,
             filled,
         )
-        for kind, rows, register_tile in NARROW_MATMULS
+        for kind, rows, register_tile in narrow_kinds
         for suffix, filled in (("_filled", True), ("", False))
     )
     pairs = [
         f"@match_matmul_32_{kind}{suffix} -> @vectorize_matmul_{kind}{suffix}"
-        for kind, _, _ in NARROW_MATMULS
+        for kind, _, _ in narrow_kinds
         for suffix in ("_filled", "")
     ]
     matmuls = ("matmul", "batch_matmul")
@@ -510,25 +525,30 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
             register_tile = matmul_register_tile(shape[-1])
             suffix = _shape_suffix(shape)
             variants.append((name, 32, shape, tile, register_tile, k_tile, [], suffix))
-    widths = [(32, MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, "")]
-    if _has_64_bit(shapes, matmuls):
-        widths.append((64, MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"))
+    widths = [
+        (32, MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, ""),
+        (64, MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"),
+    ]
     for batch, name in enumerate(matmuls):
         for bits, register_tile, few_columns_tile, width in widths:
-            few_columns = [(batch + 1, register_tile[1] - 1)]
-            variants += [
-                (
-                    name,
-                    bits,
-                    (),
-                    MATMUL_THREAD_TILE,
-                    few_columns_tile,
-                    MATMUL_K_TILE,
-                    few_columns,
-                    f"{width}_few_columns",
-                ),
-                (name, bits, (), MATMUL_THREAD_TILE, register_tile, MATMUL_K_TILE, [], width),
-            ]
+            most_columns = register_tile[1] - 1
+            if present(name, bits, most_columns):
+                variants.append(
+                    (
+                        name,
+                        bits,
+                        (),
+                        MATMUL_THREAD_TILE,
+                        few_columns_tile,
+                        MATMUL_K_TILE,
+                        [(batch + 1, most_columns)],
+                        f"{width}_few_columns",
+                    )
+                )
+            if present(name, bits):
+                variants.append(
+                    (name, bits, (), MATMUL_THREAD_TILE, register_tile, MATMUL_K_TILE, [], width)
+                )
     definitions = []
     for name, bits, shape, thread_tile, register_tile, k_tile, limits, variant in variants:
         batch = 1 if name == "batch_matmul" else 0
@@ -552,15 +572,7 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
                 )
             )
             pairs.append(f"@{matcher} -> @{action}")
-    any_op = "!transform.any_op"
-    return (
-        narrow + "".join(definitions) + "transform.named_sequence @vectorize_matmuls"
-        f"(%funcs: {any_op} {{transform.consumed}}) {{\n"
-        f"  %matched = transform.foreach_match in %funcs {', '.join(pairs)}"
-        f" : ({any_op}) -> {any_op}\n"
-        "  transform.yield\n"
-        "}\n"
-    )
+    return narrow + "".join(definitions) + _apply_first_match("vectorize_matmuls", pairs)
 
 
 # Rows of the weight per register tile of a DOT_ROWS op, and lanes of k: an
@@ -819,14 +831,17 @@ FEW_CHANNELS_REGISTER_TILE_64 = (8, PARTIAL_CHANNEL_TILE)
 def _conv_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
     """The convolutions' matchers and actions, and ``@vectorize_convs``, which applies them.
 
-    The 64-bit ones only when ``shapes`` has a 64-bit convolution, as for matmuls.
+    Only those of the convolutions and element widths in ``shapes``, as for matmuls.
     """
-    widths = [(32, CONV_REGISTER_TILE, FEW_CHANNELS_REGISTER_TILE, "")]
-    if _has_64_bit(shapes, {name for name, _, _, _ in _CONVOLUTIONS}):
-        widths.append((64, CONV_REGISTER_TILE_64, FEW_CHANNELS_REGISTER_TILE_64, "_64"))
+    widths = [
+        (32, CONV_REGISTER_TILE, FEW_CHANNELS_REGISTER_TILE, ""),
+        (64, CONV_REGISTER_TILE_64, FEW_CHANNELS_REGISTER_TILE_64, "_64"),
+    ]
     definitions, pairs = [], []
     for bits, register_tile, few_channels_tile, width in widths:
         for name, loops, channels, vectorize in _CONVOLUTIONS:
+            if not any(op == name and op_bits == bits for op, _, op_bits in shapes):
+                continue
             few_channels = [(channels, register_tile[1] - 1)]
             for suffix, tile, limits in (
                 ("_few_channels", few_channels_tile, few_channels),
@@ -839,14 +854,22 @@ def _conv_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
                     + vectorize(action, tile)
                 )
                 pairs.append(f"@{matcher} -> @{action}")
+    return "".join(definitions) + _apply_first_match("vectorize_convs", pairs)
+
+
+def _apply_first_match(name: str, pairs: Sequence[str]) -> str:
+    """A sequence ``@name`` that applies to each op in ``%funcs`` the action of the first
+    of the ``pairs`` (``@matcher -> @action``) that matches it; with no pairs, nothing."""
     any_op = "!transform.any_op"
-    return (
-        "".join(definitions) + "transform.named_sequence @vectorize_convs"
-        f"(%funcs: {any_op} {{transform.consumed}}) {{\n"
+    apply = (
         f"  %matched = transform.foreach_match in %funcs {', '.join(pairs)}"
         f" : ({any_op}) -> {any_op}\n"
-        "  transform.yield\n"
-        "}\n"
+        if pairs
+        else ""
+    )
+    return (
+        f"transform.named_sequence @{name}(%funcs: {any_op} {{transform.consumed}}) {{\n"
+        f"{apply}  transform.yield\n}}\n"
     )
 
 
@@ -877,6 +900,7 @@ RECIPES: dict[str, Recipe] = {
             "    transform.include @vectorize_matmuls failures(propagate) (%funcs)"
             " : (!transform.any_op) -> ()",
             _matmul_definitions,
+            ("matmul", "batch_matmul", "dot_rows"),
         ),
         # Convolutions as register-tiled outer products: see _vectorize_conv_2d.
         Recipe(
@@ -887,6 +911,7 @@ RECIPES: dict[str, Recipe] = {
             "    transform.include @vectorize_convs failures(propagate) (%funcs)"
             " : (!transform.any_op) -> ()",
             _conv_definitions,
+            tuple(name for name, _, _, _ in _CONVOLUTIONS),
         ),
     )
 }
@@ -921,18 +946,22 @@ def transform_module_text(
 ) -> str:
     """The named sequence that applies ``recipe_names`` in order, for ``threads``.
 
-    ``contraction_shapes``: the (batch) matmuls and convolutions to transform,
-    whose thread tiles and register tiles depend on their shapes and element widths.
+    ``contraction_shapes``: the (batch) matmuls, convolutions and dot-rows
+    generics to transform, whose thread tiles and register tiles depend on
+    their shapes and element widths. Ops not among them keep their loops.
     """
     unknown = [name for name in recipe_names if name not in RECIPES]
     if unknown:
         raise ValueError(
             f"unknown codegen recipe {unknown[0]!r}; known: {', '.join(sorted(RECIPES))}"
         )
-    bodies = "".join(RECIPES[name].sequence_body(i) for i, name in enumerate(recipe_names))
+    # A recipe with nothing to transform is not parsed (the matmul and
+    # convolution recipes are 1,500 ops: 10 ms of a softmax's 100 ms compile).
+    recipes = [
+        RECIPES[name] for name in recipe_names if RECIPES[name].applies_to(contraction_shapes)
+    ]
+    bodies = "".join(recipe.sequence_body(i) for i, recipe in enumerate(recipes))
     definitions = "".join(
-        dict.fromkeys(
-            RECIPES[name].definitions(threads, contraction_shapes) for name in recipe_names
-        )
+        dict.fromkeys(recipe.definitions(threads, contraction_shapes) for recipe in recipes)
     )
     return definitions + main_sequence(bodies)
