@@ -56,20 +56,19 @@ class InsertCodegenRecipesPass(Pass):
 
 def contraction_shapes(module: ir.Operation) -> list[ContractionShape]:
     """(name without ``linalg.``, result shape, element bits) of each (batch) matmul and
-    convolution on static tensors of integers or floats, and ("dot_rows", ...) of each
+    convolution on static tensors of integers or floats, and ("dot_rows", (), 0) for each
     generic tagged DOT_ROWS."""
     shapes = []
     for op in ops_named(module, *CONTRACTIONS, "linalg.generic"):
         if op.name == "linalg.generic":
-            if DOT_ROWS not in op.attributes:
-                continue
-            name = "dot_rows"
-        else:
-            name = op.name.removeprefix("linalg.")
+            # The recipe takes every tagged op: it needs only to know of one.
+            if DOT_ROWS in op.attributes:
+                shapes.append(("dot_rows", (), 0))
+            continue
         shape = static_shape(op.results[0]) if len(op.results) == 1 else None
         element = ir.ShapedType(op.results[0].type).element_type if shape is not None else None
         if isinstance(element, (ir.IntegerType, ir.FloatType)):
-            shapes.append((name, tuple(shape), element.width))
+            shapes.append((op.name.removeprefix("linalg."), tuple(shape), element.width))
     return shapes
 
 

@@ -391,7 +391,7 @@ EVERY_CONTRACTION = [
         ("conv_1d_nwc_wcf", (1, 8, 16)),
         ("conv_2d_nhwc_hwcf", (1, 8, 8, 16)),
         ("depthwise_conv_2d_nhwc_hwc", (1, 8, 8, 16)),
-        ("dot_rows", (4, 64)),
+        ("dot_rows", ()),
     )
 ]
 
@@ -432,6 +432,23 @@ def test_recipes_are_written_for_the_ops_of_the_module_only() -> None:
         transform_module_text(recipes, 2, [("conv_2d_nhwc_hwcf", (1, 8, 8, 16), 64)])
     )
     assert convs and all("conv_2d_nhwc_hwcf_64" in p for p in convs)
+
+
+def test_dot_rows_alone_keep_the_matmul_recipe() -> None:
+    # x[4, 256] @ w[512, 256].T becomes a generic tagged shlo.dot_rows, no
+    # linalg.matmul: the matmul recipe must still be written for it.
+    from shlo.backends.cpu.codegen_recipes import transform_module_text
+
+    text = transform_module_text(("vectorize-matmul",), 2, [("dot_rows", (), 0)])
+    assert "@vectorize_dot_rows" in text and not match_pairs(text)
+    source = """func.func @main(%x: tensor<4x256xf32>, %w: tensor<512x256xf32>) -> tensor<4x512xf32> {
+      %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [1]
+        : (tensor<4x256xf32>, tensor<512x256xf32>) -> tensor<4x512xf32>
+      return %0 : tensor<4x512xf32>
+    }"""
+    assert "vector.reduction" in lowered_loops(source)
+    got, (x, w) = run_f32(source, (4, 256), (512, 256))
+    assert_close_f32(got, x @ w.T, 256)
 
 
 def test_recipes_verify_the_vectorizer_output_before_any_pattern() -> None:

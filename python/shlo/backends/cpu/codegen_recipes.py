@@ -36,8 +36,8 @@ OP_KINDS: dict[str, tuple[str, ...]] = {
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul", *OP_KINDS["convolution"])
 
 # A (batch) matmul or convolution of the module: linalg op name without
-# ``linalg.``, static result shape, element bit width. The generics tagged
-# DOT_ROWS have the name "dot_rows".
+# ``linalg.``, static result shape, element bit width. A generic tagged
+# DOT_ROWS is ("dot_rows", (), 0).
 ContractionShape = tuple[str, tuple[int, ...], int]
 
 
