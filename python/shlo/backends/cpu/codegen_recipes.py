@@ -464,6 +464,25 @@ def matmul_register_tile(columns: int) -> tuple[int, int]:
     return FEW_COLUMNS_REGISTER_TILE if columns < MATMUL_REGISTER_TILE[1] else MATMUL_REGISTER_TILE
 
 
+def _has_op(
+    shapes: Sequence[ContractionShape],
+    name: str,
+    bits: int,
+    most_rows: int | None = None,
+    most_columns: int | None = None,
+) -> bool:
+    """Whether ``shapes`` has a ``name`` op of ``bits``-bit elements, with at most
+    ``most_rows`` rows (its result's first dimension) and ``most_columns`` columns
+    (its last) when given."""
+    return any(
+        op == name
+        and op_bits == bits
+        and (most_rows is None or shape[0] <= most_rows)
+        and (most_columns is None or shape[-1] <= most_columns)
+        for op, shape, op_bits in shapes
+    )
+
+
 def _shape_suffix(shape: Sequence[int]) -> str:
     return "_" + "x".join(map(str, shape))
 
@@ -480,17 +499,10 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
     ``shapes`` are written (in the same order, so each op meets the same first
     match): every sequence is parsed and tried on each op on each compile.
     """
-
-    def present(name: str, bits: int, most_columns: int | None = None) -> bool:
-        return any(
-            op == name and op_bits == bits and (most_columns is None or shape[-1] <= most_columns)
-            for op, shape, op_bits in shapes
-        )
-
     narrow_kinds = [
         (kind, rows, register_tile)
         for kind, rows, register_tile in NARROW_MATMULS
-        if any(op == "matmul" and bits == 32 and shape[0] <= rows for op, shape, bits in shapes)
+        if _has_op(shapes, "matmul", 32, most_rows=rows)
     ]
     narrow = _vectorize_dot_rows(threads) + "".join(
         _match_bits(
@@ -532,7 +544,7 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
     for batch, name in enumerate(matmuls):
         for bits, register_tile, few_columns_tile, width in widths:
             most_columns = register_tile[1] - 1
-            if present(name, bits, most_columns):
+            if _has_op(shapes, name, bits, most_columns=most_columns):
                 variants.append(
                     (
                         name,
@@ -545,7 +557,7 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
                         f"{width}_few_columns",
                     )
                 )
-            if present(name, bits):
+            if _has_op(shapes, name, bits):
                 variants.append(
                     (name, bits, (), MATMUL_THREAD_TILE, register_tile, MATMUL_K_TILE, [], width)
                 )
@@ -840,7 +852,7 @@ def _conv_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
     definitions, pairs = [], []
     for bits, register_tile, few_channels_tile, width in widths:
         for name, loops, channels, vectorize in _CONVOLUTIONS:
-            if not any(op == name and op_bits == bits for op, _, op_bits in shapes):
+            if not _has_op(shapes, name, bits):
                 continue
             few_channels = [(channels, register_tile[1] - 1)]
             for suffix, tile, limits in (
