@@ -243,8 +243,9 @@ class OutlineContractionsPass(Pass):
             if dot is not None:
                 op = dot
             # The transposes and copies computed a block at a time, with their tensor.empty.
-            blocks = fused_transposes(op, self.threads) if self.fuse_transposes else []
+            blocks = []
             if self.fuse_transposes:
+                blocks = fused_transposes(op, self.threads)
                 blocks += packed_rhs(op, blocks, self.threads)
             for block in blocks:
                 if block.name in ("linalg.generic", "linalg.copy"):
