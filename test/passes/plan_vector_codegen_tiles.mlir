@@ -1,0 +1,57 @@
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-plan-vector-codegen{threads=1})' | FileCheck %s
+
+#id = affine_map<(d0) -> (d0)>
+
+// Cheap elementwise work: tiles of 4 vector registers (64 f32).
+// CHECK-LABEL: module
+// CHECK: tile_using_for %{{.*}} tile_sizes [64]
+// CHECK-NOT: tile_sizes [128]
+func.func @cheap(%p: tensor<4096xf32>) -> tensor<4096xf32> {
+  %e = tensor.empty() : tensor<4096xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%p : tensor<4096xf32>) outs(%e : tensor<4096xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<4096xf32>
+  return %r : tensor<4096xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// tanh becomes a long chain of dependent vector ops: tiles of 8 registers
+// (128 f32) give the core independent work to overlap.
+// CHECK-LABEL: module
+// CHECK: tile_using_for %{{.*}} tile_sizes [128]
+func.func @long_chain(%p: tensor<4096xf32>) -> tensor<4096xf32> {
+  %e = tensor.empty() : tensor<4096xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%p : tensor<4096xf32>) outs(%e : tensor<4096xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = math.tanh %in : f32
+    linalg.yield %t : f32
+  } -> tensor<4096xf32>
+  return %r : tensor<4096xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+#sum = affine_map<(d0) -> ()>
+
+// A sum of exps keeps partial sums of 4 registers: more accumulators did
+// not make softmax faster.
+// CHECK-LABEL: module
+// CHECK: tile_reduction_using_for %{{.*}} by tile_sizes = [64]
+func.func @reduction(%p: tensor<4096xf32>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [#id, #sum], iterator_types = ["reduction"]}
+      ins(%p : tensor<4096xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %x = math.exp %in : f32
+    %s = arith.addf %x, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
