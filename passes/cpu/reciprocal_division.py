@@ -45,7 +45,7 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir, scf
-from shlo.ir_utils import create_value, defining_op, ops_named
+from shlo.ir_utils import constant_float, create_value, defining_op, ops_named
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.approximate_math import OGE, OLE, F32Builder
 
@@ -64,16 +64,6 @@ def _is_f32_vector(type_: ir.Type) -> bool:
         and not any(ir.VectorType(type_).scalable_dims)
         and isinstance(ir.VectorType(type_).element_type, ir.F32Type)
     )
-
-
-def _splat_value(op: ir.Operation | None) -> float | None:
-    """The value of a splat f32 ``arith.constant``, else None."""
-    if op is None or op.name != "arith.constant":
-        return None
-    attribute = op.attributes["value"]
-    if not isinstance(attribute, ir.DenseElementsAttr) or not attribute.is_splat:
-        return None
-    return ir.FloatAttr(attribute.get_splat_value()).value
 
 
 def _shared_scalar(op: ir.Operation | None) -> ir.Value | None:
@@ -159,7 +149,7 @@ class ReciprocalDivisionPass(Pass):
                 continue
             producer = defining_op(division.operands[1])
             with division.location, ir.InsertionPoint(division):
-                constant = _splat_value(producer)
+                constant = constant_float(division.operands[1])
                 if constant is not None:
                     quotient = _by_constant_reciprocal(division, constant)
                 elif math.prod(ir.VectorType(division.results[0].type).shape) >= MIN_LANES:

@@ -183,6 +183,19 @@ def constant_index(value: ir.Value) -> int | None:
     return attribute.value if isinstance(attribute, ir.IntegerAttr) else None
 
 
+def constant_float(value: ir.Value) -> float | None:
+    """The float an ``arith.constant`` defining ``value`` holds (a scalar or a splat), else None."""
+    owner = defining_op(value)
+    if owner is None or owner.name != "arith.constant":
+        return None
+    attribute = owner.attributes["value"].maybe_downcast()
+    if isinstance(attribute, ir.DenseElementsAttr):
+        if not attribute.is_splat:
+            return None
+        attribute = attribute.get_splat_value()
+    return ir.FloatAttr(attribute).value if isinstance(attribute, ir.FloatAttr) else None
+
+
 def constant_array(value: ir.Value) -> np.ndarray | None:
     """The value of ``value`` when a stablehlo.constant of a numpy-representable type defines it."""
     owner = defining_op(value)
