@@ -64,6 +64,7 @@ _PASS_CLASSES = {
     "shlo-lower-strided-copies": "linalg.lower_strided_copies:LowerStridedCopiesPass",
     "shlo-lower-triangular-solve": "decompose.lower_triangular_solve:LowerTriangularSolvePass",
     "shlo-split-complex-dots": "decompose.split_complex_dots:SplitComplexDotsPass",
+    "shlo-min-max-as-select": "cpu.min_max_as_select:MinMaxAsSelectPass",
     "shlo-normalize-dot-general": "decompose.normalize_dot_general:NormalizeDotGeneralPass",
     "shlo-normalize-reduce": "decompose.normalize_reduce:NormalizeReducePass",
     "shlo-outline-contractions": "cpu.outline_contractions:OutlineContractionsPass",

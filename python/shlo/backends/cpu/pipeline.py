@@ -158,6 +158,8 @@ SCALAR_LOOPS = CodegenStrategy(
         # Polynomials instead of a libm call per element, within 2.5 ULP (tanh;
         # the others 1.1; docs/cpu.md); branch-free, so LLVM vectorizes the loops around them.
         "shlo-approximate-math",
+        # max(x, 0) (ReLU) and clamps: one vmaxps instead of three instructions.
+        "shlo-min-max-as-select",
     ),
 )
 
