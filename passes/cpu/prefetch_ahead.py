@@ -242,10 +242,15 @@ def _prefetch_stream(view: ir.Operation, lines: int, write: bool) -> None:
         memref.PrefetchOp(source, [*offsets[:-1], clamped], write, L2_LOCALITY, True)
 
 
+_TRANSFERS = ("vector.transfer_read", "vector.transfer_write")
+
+
 def _roots(op: ir.Operation) -> set[int]:
     """The function arguments that vector reads and writes under ``op`` reach, by number."""
-    roots = set()
-    for access in ops_named(op, "vector.transfer_read", "vector.transfer_write"):
+    roots: set[int] = set()
+    if len(op.regions) == 0 and op.name not in _TRANSFERS:
+        return roots  # the many constants beside a loop nest: no walk for each
+    for access in ops_named(op, *_TRANSFERS):
         memref_value = access.operands[1 if access.name == "vector.transfer_write" else 0]
         chain = _function_view_chain(memref_value)
         if chain:
