@@ -10,7 +10,10 @@ op over the same iteration space. Each maximal tree of such producers and its
 final consumer becomes one ``linalg.generic``, built once: the bodies are
 moved into it in order and every producer's yielded value replaces the
 consumer's block argument. Inputs shared by several members (same value, same
-map) are passed once. Upstream fusion then handles the rest (broadcasts,
+map) are passed once. A tree stops growing at ``MAX_FUSED_BODY_OPS`` body
+ops (1000): the producer that would pass it roots a tree of its own, fenced
+from its consumer (see below), so that no kernel is larger than LLVM
+compiles in linear time. Upstream fusion then handles the rest (broadcasts,
 transposes, reshapes, producers with several uses) on far fewer ops.
 
 Upstream fusion fuses every single-use producer it can and cannot be told
@@ -27,7 +30,8 @@ contraction back into a ``linalg.generic`` that no recipe tiles and then
 fuse producers into it; (2) like XLA, a producer
 that a ``linalg.generic`` would read more than once per element (a broadcast,
 a window, a contraction's operand) when the consumer has reduction loops or
-the producer is expensive (math functions, divisions, also in the producers
+the producer is expensive (math functions, divisions, more than
+``EXPENSIVE_BODY_OPS`` ops in its body, also in the producers
 upstream would fuse into it; reshapes between them are looked through):
 fused, it would be recomputed for every reread. Before all this, a
 broadcast read by several generics gets a copy per reader (XLA duplicates
@@ -118,9 +122,19 @@ def _is_named_contraction(op: ir.Operation) -> bool:
     return op.name in _CONTRACTIONS or op.name.startswith(_CONVOLUTION_PREFIXES)
 
 
+# A body of this many ops costs more to recompute for a second read than a
+# store and a load of its result (a math function is about 20 after
+# shlo-approximate-math).
+EXPENSIVE_BODY_OPS = 32
+
+
 def _has_expensive_body(op: ir.Operation) -> bool:
-    """A body with math functions, complex arithmetic or divisions: too costly to recompute."""
-    for inner in op.regions[0].blocks[0].operations:
+    """A long body, or one with math functions, complex arithmetic or divisions: too
+    costly to recompute."""
+    operations = op.regions[0].blocks[0].operations
+    if len(operations) > EXPENSIVE_BODY_OPS:
+        return True
+    for inner in operations:
         name = inner.operation.name
         if name.startswith(("math.", "complex.")) or (
             name.startswith("arith.") and ("div" in name or "rem" in name)
@@ -248,8 +262,8 @@ def fence(module: ir.Operation, fences: list[tuple[ir.Value, ir.Operation]]) -> 
             )
 
 
-def fuse_tree(members: list[ir.Operation]) -> None:
-    """Replace ``members`` (in block order, the root last) by one linalg.generic."""
+def fuse_tree(members: list[ir.Operation]) -> ir.Operation:
+    """Replace ``members`` (in block order, the root last) by one linalg.generic; that op."""
     root = members[-1]
     member_results = {m.results[0]: m for m in members[:-1]}
     external: dict[tuple[ir.Value, str], int] = {}
@@ -304,6 +318,7 @@ def fuse_tree(members: list[ir.Operation]) -> None:
         old.replace_all_uses_with(new)
     for member in reversed(members):
         member.erase()
+    return fused
 
 
 def _is_broadcast(op: ir.Operation) -> bool:
@@ -354,6 +369,13 @@ def duplicate_broadcasts(module: ir.Operation) -> None:
             user.operands[index] = copy.results[0]
 
 
+# Body ops of one fused generic. LLVM's code generation is superlinear in
+# the size of a loop body (a chain of n adds, one kernel: 42, 47, 64 and 150
+# us per add for n = 1000, 2000, 4000 and 10,000); a tree cut at this size
+# costs one store and one load per element against 1000 ops of arithmetic.
+MAX_FUSED_BODY_OPS = 1000
+
+
 @dataclass(frozen=True)
 class FuseElementwiseTreesPass(Pass):
     """Fuse whole trees of single-use elementwise linalg ops at once, in linear time; fence the rest."""
@@ -364,13 +386,26 @@ class FuseElementwiseTreesPass(Pass):
         duplicate_broadcasts(module)
         trees: dict[ir.Operation, list[ir.Operation]] = {}
         root_of: dict[ir.Operation, ir.Operation] = {}
+        body_ops: dict[ir.Operation, int] = {}  # per tree, by its root
+        cut: set[ir.Operation] = set()  # roots of trees cut off their consumer's
         # Block order is a topological order: producers come before their consumer.
         for op in reversed(ops_named(module, "linalg.generic")):
             consumer = _consumer(op) if _is_fusible(op) else None
             root = root_of.get(consumer, consumer) if consumer is not None else op
+            size = len(op.regions[0].blocks[0].operations) - 1  # without the yield
+            if root is not op and body_ops[root] + size > MAX_FUSED_BODY_OPS:
+                root = op
+                cut.add(op)
             root_of[op] = root
+            body_ops[root] = body_ops.get(root, 0) + size
             trees.setdefault(root, []).append(op)
-        for members in trees.values():
+        cut_results = []
+        for root, members in trees.items():
+            is_cut = root in cut
             if len(members) > 1:
-                fuse_tree(list(reversed(members)))
-        fence(module, values_to_fence(module))
+                root = fuse_tree(list(reversed(members)))  # erases the old root
+            if is_cut:
+                cut_results.append(root.results[0])
+        fences = values_to_fence(module)
+        fences += [(value, next(iter(value.uses)).owner.operation) for value in cut_results]
+        fence(module, fences)

@@ -8,6 +8,7 @@ from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.interpreter import interpret
 from shlo.ir_utils import ops_named
 from shlo.linalg_stages import ELEMENTWISE_FUSION
+from shlo.passes.linalg.fuse_elementwise_trees import MAX_FUSED_BODY_OPS
 
 
 def chain_program(n: int) -> str:
@@ -33,6 +34,33 @@ def test_a_chain_becomes_one_generic_before_upstream_fusion() -> None:
     shlo.run_pipeline(module, [*elements, "shlo-fuse-elementwise-trees", "canonicalize"])
     # The 300-op chain is one op; the broadcast read and the last two ops are another.
     assert len(ops_named(module.operation, "linalg.generic")) == 2
+
+
+def test_a_chain_longer_than_the_limit_is_cut_and_stays_cut() -> None:
+    # 2500 ops: cut into bodies of at most MAX_FUSED_BODY_OPS; the fences keep
+    # upstream fusion (which runs next) from joining the pieces again.
+    module = shlo.load_module(chain_program(2500))
+    elements = CpuPipeline().elements(through="legalize-to-linalg")
+    shlo.run_pipeline(module, [*elements, *ELEMENTWISE_FUSION])
+    sizes = [
+        len(op.regions[0].blocks[0].operations) - 1
+        for op in ops_named(module.operation, "linalg.generic")
+    ]
+    assert max(sizes) <= MAX_FUSED_BODY_OPS
+    assert len(sizes) == 4  # 1000 + 1000 + 500, and the broadcast, tanh and add
+    assert not ops_named(module.operation, "func.call")  # the fences are gone
+
+
+def test_a_cut_chain_matches_interpreter() -> None:
+    source = chain_program(2100)
+    rng = np.random.default_rng(1)
+    args = [
+        rng.uniform(0.9, 1.1, 8).astype(np.float32),
+        rng.standard_normal((2, 8)).astype(np.float32),
+    ]
+    got = shlo.compile(source, isolate=False)(*args)
+    (want,) = interpret(source, "main", args)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_fused_chain_matches_interpreter() -> None:
