@@ -321,12 +321,14 @@ def _chain_link(value: ir.Value) -> bool:
 _LINK_COST = 1 << 40
 
 
-def _cut_costs(ops: list[ir.Operation]) -> np.ndarray:
+def _cut_costs(ops: list[ir.Operation]) -> tuple[np.ndarray, np.ndarray]:
     """For each boundary p before ``ops[p]``: the elements of the values that
     ops before it make and ops after it read, which a call at p would store
-    (``_LINK_COST`` for a chain link, whose store fusion would have saved)."""
+    (``_LINK_COST`` for a chain link, whose store fusion would have saved).
+    And for each op, the position of the reader of its chain links (-1: none)."""
     position = {op: index for index, op in enumerate(ops)}
     costs = np.zeros(len(ops) + 1, dtype=np.int64)
+    link_readers = np.full(len(ops), -1, dtype=np.int64)
     for index, op in enumerate(ops):
         for result in op.results:
             last = index
@@ -337,10 +339,13 @@ def _cut_costs(ops: list[ir.Operation]) -> np.ndarray:
                 last = max(last, position[reader])
             if last > index:
                 # Boundaries index + 1 .. last cut this value.
-                size = _LINK_COST if _chain_link(result) else _elements(result)
+                link = _chain_link(result)
+                size = _LINK_COST if link else _elements(result)
                 costs[index + 1] += size
                 costs[last + 1] -= size
-    return np.cumsum(costs)
+                if link:
+                    link_readers[index] = max(link_readers[index], last)
+    return np.cumsum(costs), link_readers
 
 
 def _outline_layers(module: ir.Operation, layers: list[_Layer], name: str) -> None:
@@ -405,6 +410,7 @@ def _layers_at_best_cut(
     ops: list[ir.Operation],
     texts: list[tuple],
     cut_costs: np.ndarray,
+    link_readers: np.ndarray,
     run: tuple[int, int, int],
     min_saved_ops: int,
 ) -> list[_Layer] | None:
@@ -422,6 +428,13 @@ def _layers_at_best_cut(
     if count < 2 or (count - 1) * length < min_saved_ops:
         return None
     begin = start + shift
+    # _keeps_fusions refuses any two or more consecutive copies of which one
+    # but the last passes a chain link on: when every copy but the last
+    # does (a long elementwise chain), no copy need be built and compared.
+    ends = np.arange(begin + length, begin + count * length, length)
+    passed_on = link_readers[begin : begin + (count - 1) * length].reshape(-1, length).max(1)
+    if np.all(passed_on >= ends):
+        return None
     return [
         _layer(ops[first : first + length], texts[first : first + length])
         for first in range(begin, begin + count * length, length)
@@ -440,9 +453,11 @@ def _outline_one_run(
         [-1 - i if text is None else ids.setdefault(text, len(ids)) for i, text in enumerate(texts)]
     )
     runs = _repeats(keys, min_layer_ops, min_saved_ops)[:MAX_TRIES]
-    cut_costs = _cut_costs(ops) if runs else None
+    if not runs:
+        return False
+    cut_costs, link_readers = _cut_costs(ops)
     for run in runs:
-        layers = _layers_at_best_cut(ops, texts, cut_costs, run, min_saved_ops)
+        layers = _layers_at_best_cut(ops, texts, cut_costs, link_readers, run, min_saved_ops)
         if layers is None:
             continue
         layers = _longest_same(layers)

@@ -158,10 +158,37 @@ func.func @main(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
     )
     (function,) = ops_named(module.operation, "func.func")
     ops = [op.operation for op in function.regions[0].blocks[0].operations]
-    costs = _cut_costs(ops)
+    costs, link_readers = _cut_costs(ops)
     between_add_and_relu, after_relu = costs[3], costs[4]
     assert between_add_and_relu >= _LINK_COST
     assert after_relu < _LINK_COST
+    # The add (op 2) passes its chain link to the ReLU (op 3); nothing else does.
+    assert link_readers.tolist() == [-1, -1, 3, -1, -1, -1, -1]
+
+
+def test_a_long_elementwise_chain_is_refused_without_building_its_copies() -> None:
+    """Every copy of a repeat in a chain passes a link on to the next, which
+    _keeps_fusions refuses: the copies are not built (a 10,000-op chain
+    spent 2.8 s building the copies of 8 candidate repeats)."""
+    import shlo.passes.cpu.outline_repeated_layers as outline
+
+    lines = ["func.func @main(%x: tensor<8xf32>, %a: tensor<8xf32>) -> tensor<8xf32> {"]
+    previous = "%x"
+    for index in range(600):
+        op = ("add", "multiply")[index % 2]
+        lines.append(f"  %v{index} = stablehlo.{op} {previous}, %a : tensor<8xf32>")
+        previous = f"%v{index}"
+    lines += [f"  return {previous} : tensor<8xf32>", "}"]
+    module = shlo.load_module("\n".join(lines))
+    built = []
+    original = outline._layer
+    outline._layer = lambda *args: built.append(1) or original(*args)
+    try:
+        shlo.run_pipeline(module, ["shlo-outline-repeated-layers"])
+    finally:
+        outline._layer = original
+    assert not built
+    assert not ops_named(module.operation, "func.call")
 
 
 def test_layers_end_after_the_relu_not_between_the_add_and_it() -> None:
