@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import shlo
 from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.interpreter import interpret
@@ -51,28 +52,25 @@ def test_a_chain_longer_than_the_limit_is_cut_and_stays_cut() -> None:
     assert not ops_named(module.operation, "func.call")  # the fences are gone
 
 
-def test_a_cut_chain_matches_interpreter() -> None:
-    source = chain_program(2100)
-    rng = np.random.default_rng(1)
+# (ops, seed, input range, tolerance): one fused chain, and one cut in three
+# (inputs near 1 keep its 2100 multiplies finite).
+@pytest.mark.parametrize(
+    ("ops", "seed", "low", "high", "tolerance"),
+    [(40, 0, 0.5, 1.5, 1e-6), (2100, 1, 0.9, 1.1, 1e-5)],
+    ids=["fused", "cut"],
+)
+def test_chain_matches_interpreter(
+    ops: int, seed: int, low: float, high: float, tolerance: float
+) -> None:
+    source = chain_program(ops)
+    rng = np.random.default_rng(seed)
     args = [
-        rng.uniform(0.9, 1.1, 8).astype(np.float32),
+        rng.uniform(low, high, 8).astype(np.float32),
         rng.standard_normal((2, 8)).astype(np.float32),
     ]
     got = shlo.compile(source, isolate=False)(*args)
     (want,) = interpret(source, "main", args)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def test_fused_chain_matches_interpreter() -> None:
-    source = chain_program(40)
-    rng = np.random.default_rng(0)
-    args = [
-        rng.uniform(0.5, 1.5, 8).astype(np.float32),
-        rng.standard_normal((2, 8)).astype(np.float32),
-    ]
-    got = shlo.compile(source, isolate=False)(*args)
-    (want,) = interpret(source, "main", args)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
 
 
 SHARED_BROADCAST = """
