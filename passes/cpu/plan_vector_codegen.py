@@ -414,12 +414,19 @@ class PlanVectorCodegenPass(Pass):
 # vectorized functions are verified before the patterns run: invalid IR from
 # the vectorizer (an upstream bug) fails the compile instead of being folded
 # into wrong code, as a @ b + jnp.eye(n) once was (_reads_its_init_and_an_index).
+#
+# Canonicalization runs as the registered pass where it runs alone, with the
+# settings of apply_patterns (bottom-up, aggressive region simplification),
+# so its output is the same: apply_patterns sets up the canonicalization
+# patterns again for each function it is applied to, 0.2 ms each (5 ms for
+# GPT-2's 25 kernels), the pass 0.03. No canonicalization follows the
+# hoisting: the pipeline's canonicalize pass, next, does the same.
 _AFTER_TILING = """\
-    %funcs = transform.structured.match ops{["func.func"]} in %root
+    %tiled_funcs = transform.structured.match ops{["func.func"]} in %root
       : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %funcs {
-      transform.apply_patterns.canonicalization
-    } : !transform.any_op
+    %funcs = transform.apply_registered_pass "canonicalize"
+      with options = {"top-down" = false, "region-simplify" = "aggressive"} to %tiled_funcs
+      : (!transform.any_op) -> !transform.any_op
     %vector_ops = transform.structured.match attributes {shlo.vectorize} in %root
       : (!transform.any_op) -> !transform.any_op
     transform.foreach %vector_ops : !transform.any_op {
@@ -443,9 +450,6 @@ _AFTER_TILING = """\
     ^bb0(%loop: !transform.any_op):
       transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
     }
-    transform.apply_patterns to %funcs {
-      transform.apply_patterns.canonicalization
-    } : !transform.any_op
 """
 
 
