@@ -68,6 +68,7 @@ from shlo._mlir_compat import arith, ir, memref
 from shlo.ir_utils import (
     block_of_rows,
     defining_op,
+    functions,
     index_constant,
     is_function_argument,
     ops_named,
@@ -298,5 +299,5 @@ class PrefetchAheadPass(Pass):
     def run(self, module: ir.Operation) -> None:
         for forall in ops_named(module, "scf.forall"):
             _prefetch_next_block(forall)
-        for function in ops_named(module, "func.func"):
+        for function in functions(module):
             _prefetch_streams(function)

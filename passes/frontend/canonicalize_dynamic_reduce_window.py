@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir
-from shlo.ir_utils import constant_array, ops_named, ranked_type
+from shlo.ir_utils import constant_array, functions, ops_named, ranked_type
 from shlo.pass_framework import Pass, PassError
 
 TARGET = b"stablehlo.dynamic_reduce_window"
@@ -71,7 +71,7 @@ def _find_callee(op: ir.Operation, module: ir.Operation) -> ir.Operation:
     if len(called) != 1:
         raise PassError(op.location, "expected one called computation, the reduction body")
     wanted = _quoted_symbol(str(called[0]))
-    for candidate in ops_named(module, "func.func"):
+    for candidate in functions(module):
         if _quoted_symbol(str(candidate.attributes["sym_name"])) == wanted:
             if len(candidate.regions[0].blocks) != 1:
                 raise PassError(

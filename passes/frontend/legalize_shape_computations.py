@@ -31,7 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir
-from shlo.ir_utils import constant_index, create_value, ops_named
+from shlo.ir_utils import constant_index, create_value, functions, ops_named
 from shlo.pass_framework import Pass, PassError
 
 # Sizes are never negative, so the unsigned ops are the signed ones (torch-mlir
@@ -232,7 +232,7 @@ class LegalizeShapeComputationsPass(Pass):
     def run(self, module: ir.Operation) -> None:
         for assuming in reversed(ops_named(module, "shape.assuming")):
             _inline_assuming(assuming)
-        for function in ops_named(module, "func.func"):
+        for function in functions(module):
             if function.regions[0].blocks:
                 self._legalize_block(function.regions[0].blocks[0])
 

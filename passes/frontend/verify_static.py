@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import is_static, ops_named, string_value
+from shlo.ir_utils import functions, is_static, ops_named, string_value
 from shlo.pass_framework import Pass, PassError
 
 
@@ -26,7 +26,7 @@ class VerifyStaticPass(Pass):
     argument: ClassVar[str] = "shlo-verify-static"
 
     def run(self, module: ir.Operation) -> None:
-        for func in ops_named(module, "func.func"):
+        for func in functions(module):
             if not func.regions[0].blocks:
                 continue
             name = string_value(func.attributes["sym_name"])

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir, quant
-from shlo.ir_utils import as_ranked, ops_named
+from shlo.ir_utils import as_ranked, functions, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -157,8 +157,7 @@ class WidenUnsignedQuantizedPass(Pass):
     argument: ClassVar[str] = "shlo-widen-unsigned-quantized"
 
     def run(self, module: ir.Operation) -> None:
-        functions = ops_named(module, "func.func")
-        for function in functions:
+        for function in functions(module):
             _widen_function(function)
         for op in ops_named(module):
             for region in op.regions:

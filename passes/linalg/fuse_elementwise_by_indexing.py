@@ -48,7 +48,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.analysis.indexing import ELEMENTWISE_OPS, IndexingMap, value_maps
-from shlo.ir_utils import defining_op, ops_named
+from shlo.ir_utils import defining_op, functions
 from shlo.pass_framework import Pass
 
 logger = logging.getLogger("shlo.passes")
@@ -196,7 +196,7 @@ class FuseElementwiseByIndexingPass(Pass):
     max_recompute: int = 2
 
     def run(self, module: ir.Operation) -> None:
-        for func in ops_named(module, "func.func"):
+        for func in functions(module):
             for region in func.regions:
                 for block in region.blocks:
                     self.run_on_block(block)

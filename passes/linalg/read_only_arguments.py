@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import is_private, ops_named
+from shlo.ir_utils import functions, is_private
 from shlo.pass_framework import Pass
 
 
@@ -46,6 +46,6 @@ class ReadOnlyArgumentsPass(Pass):
     argument: ClassVar[str] = "shlo-read-only-arguments"
 
     def run(self, module: ir.Operation) -> None:
-        for function in ops_named(module, "func.func"):
+        for function in functions(module):
             if function.regions[0].blocks and not is_private(function):
                 mark_read_only(function)

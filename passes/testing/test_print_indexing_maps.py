@@ -33,7 +33,7 @@ from shlo.analysis.indexing import (
     input_to_output,
     output_to_input,
 )
-from shlo.ir_utils import ops_named, string_value
+from shlo.ir_utils import functions, string_value
 from shlo.pass_framework import Pass
 
 
@@ -85,7 +85,7 @@ class TestPrintIndexingMapsPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         lines: list[str] = []
-        for func in ops_named(module, "func.func"):
+        for func in functions(module):
             if len(func.regions[0].blocks) == 0:
                 continue  # a declaration
             name = string_value(func.attributes["sym_name"])

@@ -36,11 +36,28 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     Collected into a list first so callers may mutate the IR while iterating.
     """
     found: list[ir.Operation] = []
+    append = found.append  # on the path of every op walked (GPT-2: 126,000 a compile)
+    advance = ir.WalkResult.ADVANCE
+    wanted = frozenset(names)
 
     def visit(op: ir.Operation) -> ir.WalkResult:
-        if not names or op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
+        if not wanted or op.name in wanted:
+            append(op)
+        return advance
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def functions(root: ir.Operation) -> list[ir.Operation]:
+    """The ``func.func`` ops under ``root``, found without walking their bodies."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name != "func.func":
+            return ir.WalkResult.ADVANCE
+        found.append(op)
+        return ir.WalkResult.SKIP  # a function holds no other
 
     root.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
