@@ -487,6 +487,10 @@ def _shape_suffix(shape: Sequence[int]) -> str:
     return "_" + "x".join(map(str, shape))
 
 
+# The linalg ops (without ``linalg.``) that @vectorize_matmuls' matchers take.
+_MATMULS = ("matmul", "batch_matmul")
+
+
 def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str:
     """f32 matrix products on AVX-512: 8x32 accumulator tiles (16 zmm registers), or narrow ones.
 
@@ -525,12 +529,11 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
         for kind, _, _ in narrow_kinds
         for suffix in ("_filled", "")
     ]
-    matmuls = ("matmul", "batch_matmul")
     # (op name, element bits, exact sizes, thread tile, register tile, k tile, limits,
     # name suffix)
     variants = []
     for name, shape, bits in dict.fromkeys(shapes):
-        if name not in matmuls or bits != 32 or (name == "matmul" and shape[0] <= NARROW_MAX_ROWS):
+        if name not in _MATMULS or bits != 32 or (name == "matmul" and shape[0] <= NARROW_MAX_ROWS):
             continue
         tile, k_tile = matmul_thread_tile(shape, threads), matmul_k_tile(shape[-1], bits)
         if (tile, k_tile) != (MATMUL_THREAD_TILE, MATMUL_K_TILE):
@@ -541,7 +544,7 @@ def _matmul_definitions(threads: int, shapes: Sequence[ContractionShape]) -> str
         (32, MATMUL_REGISTER_TILE, FEW_COLUMNS_REGISTER_TILE, ""),
         (64, MATMUL_REGISTER_TILE_64, FEW_COLUMNS_REGISTER_TILE_64, "_64"),
     ]
-    for batch, name in enumerate(matmuls):
+    for batch, name in enumerate(_MATMULS):
         for bits, register_tile, few_columns_tile, width in widths:
             most_columns = register_tile[1] - 1
             if _has_op(shapes, name, bits, most_columns=most_columns):
@@ -918,7 +921,7 @@ RECIPES: dict[str, Recipe] = {
         Recipe(
             "vectorize-matmul",
             "contraction",
-            _functions_holding(("linalg.matmul", "linalg.batch_matmul"))
+            _functions_holding(tuple(f"linalg.{name}" for name in _MATMULS))
             + f"    %dots = transform.structured.match attributes {{{DOT_ROWS}}} in %root"
             " : (!transform.any_op) -> !transform.any_op\n"
             "    transform.foreach %dots : !transform.any_op {\n"
