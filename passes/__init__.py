@@ -85,6 +85,7 @@ _PASS_CLASSES = {
     "shlo-remove-fusion-fences": "linalg.remove_fusion_fences:RemoveFusionFencesPass",
     "shlo-saturate-float-to-int": "decompose.saturate_float_to_int:SaturateFloatToIntPass",
     "shlo-sequential-small-foralls": "cpu.sequential_small_foralls:SequentialSmallForallsPass",
+    "shlo-small-buffers-on-stack": "cpu.small_buffers_on_stack:SmallBuffersOnStackPass",
     "shlo-sink-slices": "decompose.sink_slices:SinkSlicesPass",
     "shlo-split-full-reductions": "cpu.split_full_reductions:SplitFullReductionsPass",
     "shlo-split-transposed-convolutions": "decompose.split_transposed_convolutions:SplitTransposedConvolutionsPass",

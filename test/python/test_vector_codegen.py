@@ -288,6 +288,23 @@ def test_a_row_blocks_exponentials_live_in_its_output_block(threads: int) -> Non
     check(softmax_and_exponentials, x, threads=threads, rtol=2e-6)
 
 
+def test_a_row_blocks_partial_results_live_on_the_stack_of_each_step() -> None:
+    # softmax's row maxima and sums for a block of rows: allocated and freed
+    # in every step of the OpenMP loop, then on that step's stack. 1000
+    # rows do not split evenly over the threads or the blocks.
+    x = floats(1000, 4096)
+    element = "shlo-small-buffers-on-stack"
+    before = loop_ir(softmax, x, element=element, including=False, threads=2)
+    after = loop_ir(softmax, x, element=element, including=True, threads=2)
+    step_buffer = re.compile(r"memref\.alloc\(\)[^\n]*: memref<\d+xf32>")
+    assert len(step_buffer.findall(before)) == 2 and not step_buffer.search(after)
+    assert "memref.dealloc" not in after
+    scope = after.index("memref.alloca_scope")
+    assert after.count("memref.alloca()") == 2 and after.index("memref.alloca()") > scope
+    check(softmax, x, threads=2, rtol=2e-6)
+    check(softmax_and_exponentials, x, threads=2, rtol=2e-6)
+
+
 def test_row_groups_that_fit_in_the_cache_stay_separate_loop_nests() -> None:
     # 2 MB of values stay in the L2 cache between the nests: no loop over blocks
     # of rows. Three times as many are fused.

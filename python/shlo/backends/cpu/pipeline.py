@@ -127,6 +127,9 @@ class CodegenStrategy:
             *([f"shlo-sequential-small-foralls{{threads={threads}}}"] if threads > 1 else []),
             "scf-forall-to-parallel",
             *([f"convert-scf-to-openmp{{num-threads={threads}}}"] if threads > 1 else []),
+            # A tile's partial results (a softmax's row maxima) on the stack
+            # of each step of the OpenMP loop, not allocated per step.
+            "shlo-small-buffers-on-stack",
             # Before scf-to-cf splits the memref.alloca_scope that OpenMP regions hold.
             "canonicalize",
             # n-D vector transfers become loops of 1-D vectors, as LLVM wants them.

@@ -1,0 +1,105 @@
+"""shlo-small-buffers-on-stack: a small buffer freed where it was allocated lives on the stack.
+
+Ours because upstream's ``promote-buffers-to-stack`` runs before deallocation
+is placed and does not know the scopes that OpenMP regions get. A tiled
+reduction keeps its partial results in a buffer of a few floats per tile (a
+softmax's row maxima and sums for a block of 2 rows: 8 bytes), allocated and
+freed in every step of the parallel loop: 512 allocations and frees per
+call of the bench's softmax, each through the runtime's locked free lists.
+On the stack the buffer costs two instructions. Softmax [512, 4096], same
+object code otherwise, same results bit for bit: back to back 0.247 ->
+0.217 ms (min of 50-call loops), after 0.25 s idle 0.383 -> 0.366 ms
+(median of 80 interleaved calls).
+
+A ``memref.alloc`` of a static type of at most ``MAX_BYTES`` becomes a
+``memref.alloca`` (its ``memref.dealloc`` is dropped) when that dealloc is
+in the same block, and the ops between the alloc and its block's stack scope
+run once per entry to the scope: only ``scf.if``, ``scf.index_switch`` and
+``scf.execute_region`` may enclose it before a ``memref.alloca_scope`` (each
+step of an OpenMP loop, from ``convert-scf-to-openmp``) or the function.
+An alloca in a loop without a scope would take new stack in every
+iteration. Runs after ``shlo-free-after-last-use``, which frees each buffer
+after its last use, so a buffer freed in its own block does not outlive it.
+
+  memref.alloca_scope {
+    %t = memref.alloc() {alignment = 64 : i64} : memref<2xf32>
+    ...
+    memref.dealloc %t : memref<2xf32>
+  }
+  ==>
+  memref.alloca_scope {
+    %t = memref.alloca() {alignment = 64 : i64} : memref<2xf32>
+    ...
+  }
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from shlo._mlir_compat import ir, memref
+from shlo.ir_utils import ops_named
+from shlo.pass_framework import Pass
+
+# Large enough for a tile's partial results (16 rows of f64: 128 bytes);
+# small enough that a few live at once stay far inside a thread's stack
+# (libiomp5's workers get 4 MiB). A larger buffer has more work to amortize
+# its allocation.
+MAX_BYTES = 1024
+# Ops whose regions run at most once each time their parent runs.
+_RUN_ONCE = frozenset({"scf.if", "scf.index_switch", "scf.execute_region"})
+_STACK_SCOPES = frozenset({"memref.alloca_scope", "func.func"})
+
+
+def _bytes(type_: ir.MemRefType) -> int | None:
+    width = type_.element_type.width if hasattr(type_.element_type, "width") else None
+    if width is None or not type_.has_static_shape:
+        return None
+    return math.prod(type_.shape) * max(width // 8, 1)
+
+
+def _in_stack_scope(op: ir.Operation) -> bool:
+    """Whether the ops around ``op`` up to its stack scope run it once per entry."""
+    parent = op.parent
+    while parent is not None:
+        if parent.name in _STACK_SCOPES:
+            return True
+        if parent.name not in _RUN_ONCE:
+            return False
+        parent = parent.parent
+    return False
+
+
+def _own_dealloc(alloc: ir.Operation) -> ir.Operation | None:
+    """The one dealloc of ``alloc``'s buffer, if it is in the alloc's block."""
+    deallocs = [
+        use.owner.operation for use in alloc.results[0].uses if use.owner.name == "memref.dealloc"
+    ]
+    if len(deallocs) != 1 or deallocs[0].block != alloc.operation.block:
+        return None
+    return deallocs[0]
+
+
+@dataclass(frozen=True)
+class SmallBuffersOnStackPass(Pass):
+    """Turn small static allocations freed in their own block into stack allocations."""
+
+    argument: ClassVar[str] = "shlo-small-buffers-on-stack"
+
+    def run(self, module: ir.Operation) -> None:
+        for alloc in ops_named(module, "memref.alloc"):
+            type_ = ir.MemRefType(alloc.results[0].type)
+            size = _bytes(type_)
+            if size is None or size > MAX_BYTES or len(alloc.operands):
+                continue
+            dealloc = _own_dealloc(alloc)
+            if dealloc is None or not _in_stack_scope(alloc):
+                continue
+            alignment = alloc.attributes["alignment"] if "alignment" in alloc.attributes else None
+            with alloc.location, ir.InsertionPoint(alloc):
+                alloca = memref.AllocaOp(type_, [], [], alignment=alignment)
+            alloc.results[0].replace_all_uses_with(alloca.result)
+            dealloc.erase()
+            alloc.erase()
