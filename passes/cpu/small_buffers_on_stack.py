@@ -7,9 +7,11 @@ softmax's row maxima and sums for a block of 2 rows: 8 bytes), allocated and
 freed in every step of the parallel loop: 512 allocations and frees per
 call of the bench's softmax, each through the runtime's locked free lists.
 On the stack the buffer costs two instructions. Softmax [512, 4096], same
-object code otherwise, same results bit for bit: back to back 0.247 ->
-0.217 ms (min of 50-call loops), after 0.25 s idle 0.383 -> 0.366 ms
-(median of 80 interleaved calls).
+object code otherwise, same results bit for bit, four copies of the kernel
+timed in turn (old, new, old, new: in one process the first copy loaded
+runs slower, so two copies bias the comparison): back to back 0.274 /
+0.252 -> 0.226 / 0.223 ms (min of 50-call loops), after 0.25 s idle 0.393
+/ 0.365 -> 0.346 / 0.309 ms (medians of 40 calls).
 
 A ``memref.alloc`` of a static type of at most ``MAX_BYTES`` becomes a
 ``memref.alloca`` (its ``memref.dealloc`` is dropped) when that dealloc is
@@ -35,11 +37,11 @@ after its last use, so a buffer freed in its own block does not outlive it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, memref
+from shlo.frontend import array_bytes
 from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass
 
@@ -51,13 +53,6 @@ MAX_BYTES = 1024
 # Ops whose regions run at most once each time their parent runs.
 _RUN_ONCE = frozenset({"scf.if", "scf.index_switch", "scf.execute_region"})
 _STACK_SCOPES = frozenset({"memref.alloca_scope", "func.func"})
-
-
-def _bytes(type_: ir.MemRefType) -> int | None:
-    width = type_.element_type.width if hasattr(type_.element_type, "width") else None
-    if width is None or not type_.has_static_shape:
-        return None
-    return math.prod(type_.shape) * max(width // 8, 1)
 
 
 def _in_stack_scope(op: ir.Operation) -> bool:
@@ -91,7 +86,7 @@ class SmallBuffersOnStackPass(Pass):
     def run(self, module: ir.Operation) -> None:
         for alloc in ops_named(module, "memref.alloc"):
             type_ = ir.MemRefType(alloc.results[0].type)
-            size = _bytes(type_)
+            size = array_bytes(type_)
             if size is None or size > MAX_BYTES or len(alloc.operands):
                 continue
             dealloc = _own_dealloc(alloc)
