@@ -10,6 +10,7 @@ host allows it, and a watchdog thread polling the parent's pid otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -25,7 +26,12 @@ from shlo.backends import load_backend
 from shlo.custom_calls import install as install_custom_calls
 from shlo.diagnostics import ShloError
 from shlo.dtypes import storage_element_type
-from shlo.frontend import inspect_entry, inspect_module
+from shlo.frontend import (
+    inspect_entry,
+    inspect_module,
+    retry_verifying_each_pass,
+    verifying_each_pass,
+)
 from shlo.interpreter import interpret
 from shlo.io import heap_may_be_damaged, load_module
 from shlo.isolation import (
@@ -51,7 +57,13 @@ def lower(backend: str, custom_calls: dict[str, str] | None = None, **request: A
     ``custom_calls``: the host's user-registered custom-call handlers.
     """
     install_custom_calls(custom_calls or {})
-    return load_backend(backend).lower(**request)
+    return _retried(lambda: load_backend(backend).lower(**request))
+
+
+def _retried(run: Any) -> Any:
+    """A compilation, run again verifying each frontend pass when it fails, unless
+    the failure may have damaged the heap (shlo.frontend.retry_verifying_each_pass)."""
+    return retry_verifying_each_pass(run, lambda: not heap_may_be_damaged())
 
 
 def inspect_and_lower(
@@ -73,7 +85,13 @@ def inspect_and_lower(
     if any(None in shape or storage_element_type(t) is None for shape, t in signature.params):
         return signature, None  # shape-polymorphic, or an error the caller reports
     request = {"entry": entry, "arg_types": None, "options": options, "filename": filename}
-    return signature, lower(backend, custom_calls, source=module, max_bytes=max_bytes, **request)
+    install_custom_calls(custom_calls or {})
+    target = load_backend(backend)
+    # A failed first run changed the parsed module: the second reads the source again.
+    sources = iter([module])
+    return signature, _retried(
+        lambda: target.lower(source=next(sources, source), max_bytes=max_bytes, **request)
+    )
 
 
 def emit(
@@ -82,7 +100,7 @@ def emit(
     """The artifact of ``kind`` that the backend at ``backend`` makes for the request."""
     install_custom_calls(custom_calls or {})
     target = load_backend(backend)
-    return target.emit(kind, target.lower(**request))
+    return target.emit(kind, _retried(lambda: target.lower(**request)))
 
 
 # Task name -> function called with the request's other fields.
@@ -144,9 +162,12 @@ def _limit_memory() -> None:
 
 
 def _run(request: dict[str, Any]) -> tuple[str, Any]:
+    # Set by the host when the request crashed a worker (shlo.isolation).
+    careful = request.pop("verify_each_pass", False)
     try:
         task = TASKS[request.pop("task")]
-        return ("ok", task(**request))
+        with verifying_each_pass() if careful else contextlib.nullcontext():
+            return ("ok", task(**request))
     except ShloError as error:
         return ("error", (error.summary, error.diagnostics))
     except RecursionError:

@@ -20,7 +20,12 @@ from shlo._mlir_compat import ir
 from shlo.backends import Backend, CompiledFunction, backend_path, load_backend
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype, storage_element_type
-from shlo.frontend import EntrySignature, default_max_bytes, inspect_entry
+from shlo.frontend import (
+    EntrySignature,
+    default_max_bytes,
+    inspect_entry,
+    retry_verifying_each_pass,
+)
 from shlo.io import existing_path, module_to_bytecode, names_a_file
 from shlo.ir_utils import tensor_type_text
 from shlo.isolation import shared_worker
@@ -215,7 +220,7 @@ class Executable:
                         **request,
                     )
                     if self._isolate
-                    else backend.lower(**request)
+                    else retry_verifying_each_pass(lambda: backend.lower(**request))
                 )
                 function = backend.load(lowered)
                 cacheable = backend.cacheable(lowered) if key is not None else None

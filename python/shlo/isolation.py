@@ -94,6 +94,11 @@ class _Timeout(Exception):
     pass
 
 
+# Worker tasks that compile a program: run again, verifying after each
+# frontend pass, when they crash a fresh worker.
+_COMPILATIONS = frozenset({"lower", "inspect_and_lower", "emit"})
+
+
 class _Crashed(Exception):
     """The worker died during an exchange, after serving ``served`` earlier requests."""
 
@@ -188,6 +193,13 @@ class Worker:
                     # Corrupt input can damage a worker's heap and still end
                     # in a clean error; the next request then crashes. Only a
                     # crash in a fresh worker is this request's own.
+                    if crash.served == 0 and task in _COMPILATIONS:
+                        if not request.get("verify_each_pass"):
+                            # Perhaps a pass crashed on invalid IR an earlier
+                            # one made: verified after each pass, the input
+                            # gets that error (shlo.frontend.prepare_static).
+                            request = {**request, "verify_each_pass": True}
+                            continue
                     if crash.served == 0:
                         raise ShloError(
                             f"the {task} process crashed ({crash.signal}) on "

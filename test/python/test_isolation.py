@@ -390,3 +390,52 @@ def test_import_shlo_leaves_the_linalg_and_llvm_op_modules_to_the_worker() -> No
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+RELU_CALL = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.custom_call @crash_unless_verified(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def test_a_compilation_that_crashes_runs_again_verifying_each_pass() -> None:
+    # The frontend verifies once per pipeline; a pass that crashes on IR an
+    # earlier pass left invalid gets a second run that verifies after each
+    # pass. The handler stands in for that pass: it dies unless verifying.
+    from shlo import custom_calls
+
+    handler = "custom_call_handlers:lower_relu_unless_passes_run_unverified"
+    custom_calls.register_custom_call("crash_unless_verified", handler)
+    try:
+        x = np.array([-1, 2, -3, 4], np.float32)
+        np.testing.assert_array_equal(shlo.compile(RELU_CALL)(x), [0, 2, 0, 4])
+        # A crash while verifying each pass is the input's: one retry, no more.
+        custom_calls.register_custom_call("abort_always", "custom_call_handlers:abort")
+        with pytest.raises(shlo.ShloError, match="process crashed"):
+            shlo.compile(RELU_CALL.replace("@crash_unless_verified", "@abort_always"))
+    finally:
+        custom_calls.install({})
+
+
+def test_the_frontend_verifies_each_pass_only_on_a_second_run_after_a_failure(
+    monkeypatch,
+) -> None:
+    from shlo import frontend
+
+    calls: list[bool] = []
+    run_pipeline = frontend.run_pipeline
+
+    def spy(module, pipeline, filename="<module>", verify_each=True):
+        calls.append(verify_each)
+        run_pipeline(module, pipeline, filename, verify_each)
+
+    monkeypatch.setattr(frontend, "run_pipeline", spy)
+    shlo.compile(NEGATE, isolate=False)
+    assert calls == [False, False]
+    calls.clear()
+    unsupported = RELU_CALL.replace("@crash_unless_verified", "@nobody_handles_this")
+    with pytest.raises(shlo.ShloError, match="custom call @nobody_handles_this is not supported"):
+        shlo.compile(unsupported, isolate=False)
+    assert calls == [False, False, True, True]
