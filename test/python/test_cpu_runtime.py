@@ -175,3 +175,53 @@ def test_results_start_on_a_cache_line():
         array = runtime.aligned_empty(shape, np.dtype(np.float32), nbytes)
         assert array.shape == shape and array.dtype == np.float32
         assert array.__array_interface__["data"][0] % runtime.RESULT_ALIGNMENT == 0
+
+
+DOUBLE_LARGE = """
+func.func @main(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<4xf32>) {
+  %0 = stablehlo.add %x, %x : tensor<65536xf32>
+  %1 = stablehlo.slice %x [0:4] : (tensor<65536xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<65536xf32>, tensor<4xf32>
+}
+"""
+
+
+def test_a_large_result_reuses_a_buffer_only_once_nothing_refers_to_it():
+    # Fresh memory for each result page-faults on its first write; a buffer
+    # is handed out again only when no array (slice, memoryview, DLPack
+    # consumer) still reads it, so no caller ever sees its data overwritten.
+    import shlo
+
+    f = shlo.compile(DOUBLE_LARGE, threads=1)
+    x = np.arange(65536, dtype=np.float32)
+
+    def address(array: np.ndarray) -> int:
+        return array.__array_interface__["data"][0]
+
+    first, small = f(x)
+    second, _ = f(x)  # the first is held: another buffer
+    kept = {address(first), address(second)}
+    assert len(kept) == 2
+    third, _ = f(x)  # both held: a buffer that is not kept
+    assert address(third) not in kept
+    del first, second, third, small
+    holders = {
+        "slice": lambda a: a[10:],
+        "memoryview": memoryview,
+        "dlpack": np.from_dlpack,
+        "reshape": lambda a: a.reshape(256, 256),
+    }
+    for name, hold in holders.items():
+        result, _ = f(x)
+        held_address = address(result)
+        assert held_address in kept, name  # released by the step before
+        held = hold(result)
+        expected = np.array(held, copy=True)
+        del result
+        for _ in range(3):  # neither kept buffer is this one's while it is held
+            other, _ = f(x + 1)
+            assert address(other) != held_address, name
+            del other
+        np.testing.assert_array_equal(np.asarray(held), expected, err_msg=name)
+        del held
+    assert runtime.ResultBuffers.reused(65536 * 4) and not runtime.ResultBuffers.reused(16)
