@@ -1,4 +1,4 @@
-"""LLVM code generation in shards (shlo.backends.cpu.parallel_codegen)."""
+"""LLVM code generation, and the lowering to the LLVM dialect, in shards (parallel_codegen)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from shlo._mlir_compat import ir, new_context
 from shlo.backends.cpu import parallel_codegen, runtime
-from shlo.backends.cpu.lowering import lower_to_llvm
+from shlo.backends.cpu.lowering import joined_llvm_bytecode, lower_to_llvm, lower_to_object
 from shlo.backends.cpu.pipeline import CpuPipeline
 
 # Several distinct kernels: a reduction, elementwise math, a matmul, and a
@@ -144,3 +144,58 @@ def test_not_split_outside_the_worker(lowered, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     monkeypatch.setattr(parallel_codegen, "fork_allowed", False)
     assert parallel_codegen.compile_in_parallel(_module(lowered), None, 2, "cc") is None
+
+
+@pytest.fixture
+def split_lowering(monkeypatch):
+    """Lowerings split into shards whatever their size, as in the worker on 2 cores."""
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_FUNCTION_OPS", 0)
+    monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
+    monkeypatch.setenv("SHLO_THREADS", "2")
+
+
+def _run(lowered, inputs) -> list[np.ndarray]:
+    function = runtime.LoadedFunction(
+        lowered.object_code, lowered.input_types, lowered.result_types
+    )
+    return function(inputs)
+
+
+def test_functions_lowered_in_shards_compute_what_one_module_does(split_lowering, inputs):
+    sharded = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
+    assert len(sharded.llvm_shards) == 2 and not sharded.llvm_bytecode
+    for got, want in zip(_run(sharded, inputs), expected(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    # The shards make one LLVM module again for shlo-compile --emit=llvm-mlir:
+    # every function defined once, none left a declaration.
+    joined = ir.Module.parse(joined_llvm_bytecode(sharded.llvm_shards), new_context())
+    functions = [op.operation for op in joined.body.operations if op.operation.name == "llvm.func"]
+    names = [parallel_codegen._name(f) for f in functions]
+    assert len(names) == len(set(names))
+    defined = {parallel_codegen._name(f) for f in parallel_codegen._defined_functions(joined)}
+    kernels = {name for name in names if name.startswith("shlo_")}
+    assert "main" in defined and kernels and kernels <= defined
+
+
+def test_shards_whose_calls_disagree_with_their_callees_are_not_joined(
+    split_lowering, inputs, monkeypatch
+):
+    # A declaration that lost the callee's llvm.bareptr lowers to another
+    # signature: the children's lists of signatures differ, and the module
+    # is lowered in one piece instead.
+    declare = parallel_codegen._declare_other_functions
+
+    def losing_bare_pointers(module, keep):
+        declare(module, keep)
+        for op in module.body.operations:
+            function = op.operation
+            if function.name != "func.func" or len(function.regions[0].blocks):
+                continue
+            if "llvm.bareptr" in function.attributes:
+                del function.attributes["llvm.bareptr"]
+
+    monkeypatch.setattr(parallel_codegen, "_declare_other_functions", losing_bare_pointers)
+    lowered = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
+    assert not lowered.llvm_shards and lowered.llvm_bytecode
+    for got, want in zip(_run(lowered, inputs), expected(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)

@@ -85,9 +85,11 @@ class CpuBackend(Backend):
     def emit(self, kind: str, lowered: Any) -> bytes:
         if kind == "object":
             return lowered.object_code
+        from shlo.backends.cpu.lowering import joined_llvm_bytecode
         from shlo.io import bytecode_to_text
 
-        return bytecode_to_text(lowered.llvm_bytecode)
+        llvm = lowered.llvm_bytecode or joined_llvm_bytecode(lowered.llvm_shards)
+        return bytecode_to_text(llvm)
 
     def cacheable(self, lowered: Any) -> tuple[dict[str, Any], bytes]:
         code = lowered.object_code if _code_kind() == "object" else lowered.llvm_bytecode

@@ -11,9 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shlo import progress
-from shlo._mlir_compat import ir
-from shlo.backends.cpu.pipeline import NARROW_FLOAT_PASSES, CpuPipeline, uses_narrow_floats
-from shlo.backends.cpu.runtime import compile_object
+from shlo._mlir_compat import ir, new_context
+from shlo.backends.cpu import parallel_codegen
+from shlo.backends.cpu.pipeline import (
+    NARROW_FLOAT_PASSES,
+    CpuPipeline,
+    default_threads,
+    uses_narrow_floats,
+)
+from shlo.backends.cpu.runtime import compile_object, object_code, shard_joiner
 from shlo.frontend import check_array_sizes, default_max_bytes, prepare_static
 from shlo.io import module_to_bytecode
 from shlo.pipeline import run_pipeline
@@ -25,12 +31,21 @@ class Lowered:
     """The LLVM dialect module (bytecode) and the static types of its entry function.
 
     ``object_code`` is the ELF object LLVM generated from it, when asked for.
+    When the module was lowered and compiled in shards (``parallel_codegen``),
+    ``llvm_bytecode`` is empty and ``llvm_shards`` holds each shard's module.
     """
 
     llvm_bytecode: bytes
     input_types: tuple[str, ...]
     result_types: tuple[str, ...]
     object_code: bytes = b""
+    llvm_shards: tuple[bytes, ...] = ()
+
+
+# The last pass before which a function's lowering needs the others' bodies:
+# it marks each private function that may take bare pointers, which changes
+# its callers' code too. The rest lowers each function on its own.
+LAST_WHOLE_MODULE_PASS = "shlo-outline-kernels"
 
 
 def lower_to_llvm(
@@ -47,7 +62,8 @@ def lower_to_llvm(
     through shlo-remove-dynamism; None keeps the declared static types. Every
     array larger than ``max_bytes`` (default ``default_max_bytes()``) is an error.
     """
-    module, inputs, results = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
+    module, inputs, results, rest = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
+    run_pipeline(module, rest, filename, verify_each=False)
     return Lowered(module_to_bytecode(module), inputs, results)
 
 
@@ -59,8 +75,28 @@ def lower_to_object(
     filename: str = "<module>",
     max_bytes: int | None = None,
 ) -> Lowered:
-    """``lower_to_llvm``, plus the object code LLVM generates from it."""
-    module, inputs, results = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
+    """``lower_to_llvm``, plus the object code LLVM generates from it.
+
+    In the worker, a large module's functions are lowered to the LLVM dialect
+    and compiled in shards on every core it may use, once the kernels are
+    outlined (``parallel_codegen.lower_in_parallel``).
+    """
+    module, inputs, results, rest = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
+    split = rest.index(LAST_WHOLE_MODULE_PASS) + 1 if LAST_WHOLE_MODULE_PASS in rest else 0
+    run_pipeline(module, rest[:split], filename, verify_each=False)
+    joiner = shard_joiner()
+    if joiner is not None:
+        sharded = parallel_codegen.lower_in_parallel(
+            module,
+            lambda shard: run_pipeline(shard, rest[split:], filename, verify_each=False),
+            object_code,
+            default_threads(),
+            joiner,
+        )
+        if sharded is not None:
+            code, shards = sharded
+            return Lowered(b"", inputs, results, code, tuple(shards))
+    run_pipeline(module, rest[split:], filename, verify_each=False)
     llvm_bytecode = module_to_bytecode(module)
     progress.stage("LLVM code generation")
     return Lowered(llvm_bytecode, inputs, results, compile_object(module))
@@ -73,8 +109,9 @@ def _lower(
     pipeline: CpuPipeline | None,
     filename: str,
     max_bytes: int | None,
-) -> tuple[ir.Module, tuple[str, ...], tuple[str, ...]]:
-    """The LLVM dialect module of ``lower_to_llvm``, and its entry's input and result types."""
+) -> tuple[ir.Module, tuple[str, ...], tuple[str, ...], list[str]]:
+    """The module of ``lower_to_llvm`` before its loops are lowered, its entry's input
+    and result types, and the pipeline elements that lower the rest."""
     limit = default_max_bytes() if max_bytes is None else max_bytes
     pipeline = pipeline or CpuPipeline()
     module, inputs, results = prepare_static(source, entry, arg_types, filename, limit)
@@ -93,5 +130,31 @@ def _lower(
     run_pipeline(module, through_bufferization[legalized:], filename, verify_each=False)
     check_array_sizes(module, limit, filename, ("memref.alloc", "memref.alloca", "func.func"))
     progress.stage("loops to LLVM")
-    run_pipeline(module, rest, filename, verify_each=False)
-    return module, tuple(str(t) for t in inputs), tuple(str(t) for t in results)
+    return module, tuple(str(t) for t in inputs), tuple(str(t) for t in results), rest
+
+
+def joined_llvm_bytecode(shards: Sequence[bytes]) -> bytes:
+    """One LLVM-dialect module (bytecode) of the shards ``lower_to_object`` lowered apart:
+    each function's definition in place of its declarations, one copy of each global."""
+    context = new_context()
+    joined = ir.Module.parse(shards[0], context)
+    symbols = {
+        ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+        for op in joined.body.operations
+    }
+    for shard in shards[1:]:
+        module = ir.Module.parse(shard, context)  # alive while its ops move
+        for op in list(module.body.operations):
+            op = op.operation
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            present = symbols.get(name)
+            defines = op.name == "llvm.func" and len(op.regions[0].blocks)
+            if present is not None and not defines:
+                continue
+            if present is None:
+                joined.body.append(op)
+            else:
+                op.move_before(present)
+                present.erase()
+            symbols[name] = op
+    return module_to_bytecode(joined)

@@ -10,18 +10,29 @@ have external linkage, so the linker resolves the calls); globals, all
 constant, are copied into every shard. On GPT-2 (12 layers) this takes
 LLVM's time from 0.93 to 0.58 s on two cores.
 
-Anything unexpected (a mutable global, a child that fails, no C compiler to
-join the objects) falls back to compiling the whole module in the worker.
+``lower_in_parallel`` splits earlier, once the kernels are outlined: each
+child also lowers its functions to the LLVM dialect, the last MLIR passes,
+which work on one function at a time. Each child lists the LLVM signature
+of every function it defines or calls, and the shards are joined only when
+every call agrees with its callee's definition.
+
+Anything unexpected (a mutable global, a child that fails, signatures that
+disagree, no C compiler to join the objects) falls back to the whole module
+in the worker.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
 from collections.abc import Callable
 
+from shlo import progress
 from shlo._mlir_compat import ir
+from shlo.io import module_to_bytecode
+from shlo.ir_utils import is_private
 from shlo.isolation import kill_with_parent_thread
 
 # Set by the worker process (shlo._worker): only there is forking safe.
@@ -34,6 +45,9 @@ fork_allowed = False
 MIN_SAVED_OPS = 400
 # Glue functions are compiled without optimization: weigh them less.
 _OPTNONE_WEIGHT = 0.2
+# The same for a module split before its lowering to the LLVM dialect
+# (lower_in_parallel), counted in the ops of its bufferized functions.
+MIN_SAVED_FUNCTION_OPS = 400
 
 
 def _defined_functions(module: ir.Module) -> list[ir.Operation]:
@@ -49,7 +63,10 @@ def _name(function: ir.Operation) -> str:
 
 
 def _weight(function: ir.Operation) -> float:
-    """About how long LLVM takes on ``function``: its ops, nested ones (OpenMP regions) too."""
+    """About how long LLVM takes on ``function``: its ops, nested ones (OpenMP regions) too.
+
+    The same for a ``func.func``: its lowering to the LLVM dialect grows with its ops.
+    """
     ops = 0
 
     def count(_: ir.Operation) -> ir.WalkResult:
@@ -59,7 +76,8 @@ def _weight(function: ir.Operation) -> float:
 
     function.walk(count)
     attributes = function.attributes
-    glue = "passthrough" in attributes and "optnone" in str(attributes["passthrough"])
+    passthrough = "passthrough" if "passthrough" in attributes else "llvm.passthrough"
+    glue = passthrough in attributes and "optnone" in str(attributes[passthrough])
     return ops * _OPTNONE_WEIGHT if glue else ops
 
 
@@ -78,8 +96,16 @@ def plan_shards(module: ir.Module, shards: int, first: str) -> list[list[str]] |
     """Function names per shard, ``first`` in shard 0, sizes balanced; None: do not split."""
     if not _splittable(module):
         return None
-    functions = _defined_functions(module)
-    weights = {_name(f): _weight(f) for f in functions}
+    weights = {_name(f): _weight(f) for f in _defined_functions(module)}
+    return _balanced(weights, shards, first, MIN_SAVED_OPS)
+
+
+def _balanced(
+    weights: dict[str, float], shards: int, first: str, min_saved: float
+) -> list[list[str]] | None:
+    """Names per shard, ``first`` in shard 0, by weight; None when fewer than
+    ``min_saved`` of the weight would leave the heaviest shard."""
+    weights = dict(weights)
     if first not in weights or len(weights) < shards:
         return None
     total = sum(weights.values())
@@ -92,7 +118,7 @@ def plan_shards(module: ir.Module, shards: int, first: str) -> list[list[str]] |
         lightest = loads.index(min(loads))
         plan[lightest].append(name)
         loads[lightest] += weights[name]
-    if not all(plan) or total - max(loads) < MIN_SAVED_OPS:
+    if not all(plan) or total - max(loads) < min_saved:
         return None
     return plan
 
@@ -139,20 +165,37 @@ def compile_in_parallel(
     if plan is None:
         return None
     elsewhere = [[n for other in plan if other is not names for n in other] for names in plan]
+
+    def compile_shard(index: int, directory: str) -> None:
+        _declare_others(module, set(plan[index]))
+        code = compile_one(module, plan[index][0], elsewhere[index])
+        with open(os.path.join(directory, f"shard{index}.o"), "wb") as file:
+            file.write(code)
+
+    return _in_children(len(plan), compile_shard, linker, lambda directory: True)
+
+
+def _in_children(
+    shards: int,
+    work: Callable[[int, str], None],
+    linker: str,
+    consistent: Callable[[str], bool],
+) -> bytes | None:
+    """The objects that ``work(index, directory)`` writes to ``directory/shard<index>.o``
+    in forked children, joined by ``linker -r``; None when a child fails or
+    ``consistent(directory)`` says the shards do not fit together."""
     with tempfile.TemporaryDirectory(prefix="shlo-shards-") as directory:
-        paths = [os.path.join(directory, f"shard{index}.o") for index in range(len(plan))]
+        paths = [os.path.join(directory, f"shard{index}.o") for index in range(shards)]
         children = []
         worker = os.getpid()
-        for index, names in enumerate(plan):
+        for index in range(shards):
             pid = os.fork()
             if pid == 0:  # the child: compile, write, leave without cleanup handlers
                 status = 1
                 try:
                     _die_with(worker)
-                    _declare_others(module, set(names))
-                    code = compile_one(module, names[0], elsewhere[index])
-                    with open(paths[index], "wb") as file:
-                        file.write(code)
+                    progress.set_reporter(None)  # the worker's replies are its own
+                    work(index, directory)
                     status = 0
                 finally:
                     os._exit(status)
@@ -161,7 +204,7 @@ def compile_in_parallel(
         for pid in children:
             _, status = os.waitpid(pid, 0)
             failed |= not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
-        if failed:
+        if failed or not consistent(directory):
             return None
         joined = os.path.join(directory, "joined.o")
         result = subprocess.run(
@@ -171,3 +214,121 @@ def compile_in_parallel(
             return None
         with open(joined, "rb") as file:
             return file.read()
+
+
+def _function_weights(module: ir.Module) -> dict[str, float] | None:
+    """The weight of each ``func.func`` with a body; None when the module holds
+    anything but functions and constant memref globals (copied into every shard)."""
+    weights = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "memref.global" and "constant" in op.attributes:
+            continue
+        if op.name != "func.func":
+            return None
+        if len(op.regions[0].blocks):
+            weights[_name(op)] = _weight(op)
+    return weights
+
+
+def _declare_other_functions(module: ir.Module, keep: set[str]) -> None:
+    """Replace the body of every ``func.func`` outside ``keep`` with nothing: a private
+    declaration with the same attributes, so it lowers to the same LLVM signature;
+    the public entry, which no function calls, goes."""
+    for op in list(module.body.operations):
+        function = op.operation
+        if function.name != "func.func" or not len(function.regions[0].blocks):
+            continue
+        if _name(function) in keep:
+            continue
+        if not is_private(function):
+            function.erase()
+            continue
+        attributes = {name: function.attributes[name] for name in function.attributes}
+        with ir.InsertionPoint(function), function.location:
+            ir.Operation.create("func.func", attributes=attributes, regions=1)
+        function.erase()
+
+
+def _llvm_signatures(module: ir.Module) -> dict[str, list[object]]:
+    """Each ``llvm.func``: [whether this module defines it, its type]."""
+    return {
+        _name(op.operation): [
+            bool(len(op.operation.regions[0].blocks)),
+            str(op.operation.attributes["function_type"]),
+        ]
+        for op in module.body.operations
+        if op.operation.name == "llvm.func"
+    }
+
+
+def _signatures_fit(directory: str, shards: int) -> bool:
+    """Whether every function is defined once, and declared where it is called
+    with the type of its definition (one calling convention across shards)."""
+    signatures = []
+    for index in range(shards):
+        with open(os.path.join(directory, f"shard{index}.json")) as file:
+            signatures.append(json.load(file))
+    defined: dict[str, str] = {}
+    for shard in signatures:
+        for name, (is_defined, type_) in shard.items():
+            if is_defined:
+                if name in defined:
+                    return False
+                defined[name] = type_
+    return all(
+        defined.get(name, type_) == type_
+        for shard in signatures
+        for name, (is_defined, type_) in shard.items()
+        if not is_defined
+    )
+
+
+def lower_in_parallel(
+    module: ir.Module,
+    finish: Callable[[ir.Module], None],
+    compile_one: Callable[[ir.Module, str, list[str]], bytes],
+    jobs: int,
+    linker: str,
+) -> tuple[bytes, list[bytes]] | None:
+    """``compile_in_parallel`` one stage earlier: ``module``'s functions (bufferized,
+    kernels outlined) split into shards, each lowered by ``finish`` to the LLVM
+    dialect and compiled in a forked child; the joined object and each shard's
+    LLVM-dialect bytecode. None: not split, ``module`` unchanged.
+
+    The lowering after kernel outlining is per function: a child sees the
+    other shards' functions as declarations with their attributes, and the
+    LLVM signature of each call must be that of its definition, which the
+    children's lists of signatures check before the objects are joined.
+    """
+    if not fork_allowed or jobs < 2:
+        return None
+    weights = _function_weights(module)
+    plan = None if weights is None else _balanced(weights, jobs, "main", MIN_SAVED_FUNCTION_OPS)
+    if plan is None:
+        return None
+    elsewhere = [[n for other in plan if other is not names for n in other] for names in plan]
+
+    def lower_shard(index: int, directory: str) -> None:
+        _declare_other_functions(module, set(plan[index]))
+        finish(module)
+        with open(os.path.join(directory, f"shard{index}.json"), "w") as file:
+            json.dump(_llvm_signatures(module), file)
+        with open(os.path.join(directory, f"shard{index}.mlirbc"), "wb") as file:
+            file.write(module_to_bytecode(module))
+        code = compile_one(module, plan[index][0], elsewhere[index])
+        with open(os.path.join(directory, f"shard{index}.o"), "wb") as file:
+            file.write(code)
+
+    shards: list[bytes] = []
+
+    def fits(directory: str) -> bool:
+        if not _signatures_fit(directory, len(plan)):
+            return False
+        for index in range(len(plan)):
+            with open(os.path.join(directory, f"shard{index}.mlirbc"), "rb") as file:
+                shards.append(file.read())
+        return True
+
+    joined = _in_children(len(plan), lower_shard, linker, fits)
+    return None if joined is None else (joined, shards)

@@ -314,19 +314,33 @@ def compile_object(llvm_module: ir.Module | bytes, opt_level: int = 2) -> bytes:
         if isinstance(llvm_module, ir.Module)
         else ir.Module.parse(llvm_module, new_context())
     )
-    driver = linker()
-    if driver is not None:
+    joiner = shard_joiner()
+    if joiner is not None:
 
         def compile_shard(shard: ir.Module, symbol: str, elsewhere: list[str]) -> bytes:
             return _object_code(shard, opt_level, symbol, elsewhere)
 
         jobs = default_threads()
-        direct = _direct_link(driver)  # ld joins objects in half the driver's time
-        joiner = direct[0] if direct is not None else driver
         joined = parallel_codegen.compile_in_parallel(module, compile_shard, jobs, joiner)
         if joined is not None:
             return joined
     return _object_code(module, opt_level, "main")
+
+
+def shard_joiner() -> str | None:
+    """What joins the objects of shards (``-r``): ld itself where the C compiler
+    names it (half the driver's time), else the driver; None without either."""
+    driver = linker()
+    if driver is None:
+        return None
+    direct = _direct_link(driver)
+    return direct[0] if direct is not None else driver
+
+
+def object_code(module: ir.Module, symbol: str, elsewhere: Sequence[str] = ()) -> bytes:
+    """The object code of a shard of a module, at the default optimization level
+    (``_object_code``)."""
+    return _object_code(module, 2, symbol, elsewhere)
 
 
 def _object_code(
