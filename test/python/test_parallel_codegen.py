@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 from shlo._mlir_compat import ir, new_context
 from shlo.backends.cpu import parallel_codegen, runtime
-from shlo.backends.cpu.lowering import joined_llvm_bytecode, lower_to_llvm, lower_to_object
-from shlo.backends.cpu.pipeline import CpuPipeline
+from shlo.backends.cpu.lowering import (
+    LAST_WHOLE_MODULE_PASS,
+    joined_llvm_bytecode,
+    lower_to_llvm,
+    lower_to_object,
+)
+from shlo.backends.cpu.pipeline import SCALAR_LOOPS, CpuPipeline
 
 # Several distinct kernels: a reduction, elementwise math, a matmul, and a
 # constant (a global in the LLVM module).
@@ -196,6 +201,28 @@ def test_shards_whose_calls_disagree_with_their_callees_are_not_joined(
 
     monkeypatch.setattr(parallel_codegen, "_declare_other_functions", losing_bare_pointers)
     lowered = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
+    assert not lowered.llvm_shards and lowered.llvm_bytecode
+    for got, want in zip(_run(lowered, inputs), expected(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+
+
+def test_a_pipeline_without_kernel_outlining_is_lowered_whole(
+    split_lowering, inputs, monkeypatch
+):
+    # Only after shlo-outline-kernels is each function known to lower on its
+    # own; the scalar strategy has no such point, so its module is not split
+    # before LLVM.
+    pipeline = CpuPipeline(strategy=SCALAR_LOOPS, threads=2)
+    assert LAST_WHOLE_MODULE_PASS not in pipeline.elements()
+    splits = []
+    original = parallel_codegen.lower_in_parallel
+    monkeypatch.setattr(
+        parallel_codegen,
+        "lower_in_parallel",
+        lambda *args: splits.append(args) or original(*args),
+    )
+    lowered = lower_to_object(PROGRAM, "main", None, pipeline)
+    assert not splits
     assert not lowered.llvm_shards and lowered.llvm_bytecode
     for got, want in zip(_run(lowered, inputs), expected(*inputs)):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)

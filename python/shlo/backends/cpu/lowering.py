@@ -82,10 +82,12 @@ def lower_to_object(
     outlined (``parallel_codegen.lower_in_parallel``).
     """
     module, inputs, results, rest = _lower(source, entry, arg_types, pipeline, filename, max_bytes)
-    split = rest.index(LAST_WHOLE_MODULE_PASS) + 1 if LAST_WHOLE_MODULE_PASS in rest else 0
+    # A pipeline without the pass (the scalar strategy) is not known to lower
+    # each function on its own at any point: it runs whole.
+    split = rest.index(LAST_WHOLE_MODULE_PASS) + 1 if LAST_WHOLE_MODULE_PASS in rest else len(rest)
     run_pipeline(module, rest[:split], filename, verify_each=False)
     joiner = shard_joiner()
-    if joiner is not None:
+    if joiner is not None and split < len(rest):
         sharded = parallel_codegen.lower_in_parallel(
             module,
             lambda shard: run_pipeline(shard, rest[split:], filename, verify_each=False),
