@@ -133,9 +133,14 @@ def _declare_others(module: ir.Module, keep: set[str]) -> None:
             for key in ("sym_name", "function_type", "CConv", "linkage", "arg_attrs", "res_attrs")
             if key in function.attributes
         }
-        with ir.InsertionPoint(function), function.location:
-            ir.Operation.create("llvm.func", attributes=attributes, regions=1)
-        function.erase()
+        _replace_with_declaration(function, attributes)
+
+
+def _replace_with_declaration(function: ir.Operation, attributes: dict[str, ir.Attribute]) -> None:
+    """Put an op of ``function``'s kind with ``attributes`` and no body in its place."""
+    with ir.InsertionPoint(function), function.location:
+        ir.Operation.create(function.name, attributes=attributes, regions=1)
+    function.erase()
 
 
 def _die_with(parent: int) -> None:
@@ -245,9 +250,7 @@ def _declare_other_functions(module: ir.Module, keep: set[str]) -> None:
             function.erase()
             continue
         attributes = {name: function.attributes[name] for name in function.attributes}
-        with ir.InsertionPoint(function), function.location:
-            ir.Operation.create("func.func", attributes=attributes, regions=1)
-        function.erase()
+        _replace_with_declaration(function, attributes)
 
 
 def _llvm_signatures(module: ir.Module) -> dict[str, list[object]]:
