@@ -193,14 +193,14 @@ class Worker:
                     # Corrupt input can damage a worker's heap and still end
                     # in a clean error; the next request then crashes. Only a
                     # crash in a fresh worker is this request's own.
-                    if crash.served == 0 and task in _COMPILATIONS:
-                        if not request.get("verify_each_pass"):
-                            # Perhaps a pass crashed on invalid IR an earlier
-                            # one made: verified after each pass, the input
-                            # gets that error (shlo.frontend.prepare_static).
-                            request = {**request, "verify_each_pass": True}
-                            continue
-                    if crash.served == 0:
+                    its_own = crash.served == 0
+                    if its_own and task in _COMPILATIONS and not request.get("verify_each_pass"):
+                        # Perhaps a pass crashed on invalid IR an earlier one
+                        # made: verified after each pass, the input gets that
+                        # error (shlo.frontend.prepare_static).
+                        request = {**request, "verify_each_pass": True}
+                        continue
+                    if its_own:
                         raise ShloError(
                             f"the {task} process crashed ({crash.signal}) on "
                             f"{request.get('filename', 'the module')}: {crash.last_words}"

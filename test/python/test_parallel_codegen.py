@@ -54,6 +54,14 @@ def _module(lowered) -> ir.Module:
     return ir.Module.parse(lowered.llvm_bytecode, new_context())
 
 
+def _assert_computes_expected(code: bytes, lowered, inputs: list[np.ndarray]) -> None:
+    """``code`` (object code, or LLVM-dialect bytecode) with ``lowered``'s types
+    computes what numpy does."""
+    function = runtime.LoadedFunction(code, lowered.input_types, lowered.result_types)
+    for got, want in zip(function(inputs), expected(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+
+
 def test_plan_puts_main_first_and_every_function_once(lowered, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     module = _module(lowered)
@@ -114,9 +122,7 @@ def test_sharded_object_computes_what_the_serial_one_does(lowered, inputs, monke
     monkeypatch.setattr(parallel_codegen, "compile_in_parallel", recording)
     sharded = runtime.compile_object(lowered.llvm_bytecode)
     assert split == [sharded]  # the object is the joined shards
-    function = runtime.LoadedFunction(sharded, lowered.input_types, lowered.result_types)
-    for got, want in zip(function(inputs), expected(*inputs)):
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    _assert_computes_expected(sharded, lowered, inputs)
 
 
 def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch):
@@ -140,9 +146,7 @@ def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch)
     )
     code = runtime.compile_object(lowered.llvm_bytecode)
     assert split == [None]
-    function = runtime.LoadedFunction(code, lowered.input_types, lowered.result_types)
-    for got, want in zip(function(inputs), expected(*inputs)):
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    _assert_computes_expected(code, lowered, inputs)
 
 
 def test_not_split_outside_the_worker(lowered, monkeypatch):
@@ -159,18 +163,10 @@ def split_lowering(monkeypatch):
     monkeypatch.setenv("SHLO_THREADS", "2")
 
 
-def _run(lowered, inputs) -> list[np.ndarray]:
-    function = runtime.LoadedFunction(
-        lowered.object_code, lowered.input_types, lowered.result_types
-    )
-    return function(inputs)
-
-
 def test_functions_lowered_in_shards_compute_what_one_module_does(split_lowering, inputs):
     sharded = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
     assert len(sharded.llvm_shards) == 2 and not sharded.llvm_bytecode
-    for got, want in zip(_run(sharded, inputs), expected(*inputs)):
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    _assert_computes_expected(sharded.object_code, sharded, inputs)
     # The shards make one LLVM module again for shlo-compile --emit=llvm-mlir:
     # every function defined once, none left a declaration.
     joined = ir.Module.parse(joined_llvm_bytecode(sharded.llvm_shards), new_context())
@@ -202,8 +198,7 @@ def test_shards_whose_calls_disagree_with_their_callees_are_not_joined(
     monkeypatch.setattr(parallel_codegen, "_declare_other_functions", losing_bare_pointers)
     lowered = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
     assert not lowered.llvm_shards and lowered.llvm_bytecode
-    for got, want in zip(_run(lowered, inputs), expected(*inputs)):
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    _assert_computes_expected(lowered.object_code, lowered, inputs)
 
 
 def test_a_pipeline_without_kernel_outlining_is_lowered_whole(
@@ -224,5 +219,4 @@ def test_a_pipeline_without_kernel_outlining_is_lowered_whole(
     lowered = lower_to_object(PROGRAM, "main", None, pipeline)
     assert not splits
     assert not lowered.llvm_shards and lowered.llvm_bytecode
-    for got, want in zip(_run(lowered, inputs), expected(*inputs)):
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-5)
+    _assert_computes_expected(lowered.object_code, lowered, inputs)

@@ -561,7 +561,7 @@ class ResultBuffers:
     they are freed) page-faults on every first write: the elementwise chain
     on 4M floats took 1.8 ms instead of 0.73 when its caller had held two
     results (487 faults a call). This keeps up to ``KEEP`` buffers of
-    ``REUSED_BYTES`` or more and hands one out again only when nothing else
+    ``MIN_BYTES`` to ``MAX_BYTES`` and hands one out again only when nothing else
     refers to it: each array viewing it (the result, a slice of it, the
     array behind a memoryview or a DLPack capsule) holds a reference.
     """
