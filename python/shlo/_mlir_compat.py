@@ -173,6 +173,31 @@ def torch_fx_import(program: object, function_name: str) -> ir.Module:
     """
     from torch_mlir.extras.fx_importer import FxImporter
 
-    importer = FxImporter(context=new_torch_context())
+    importer = FxImporter(context=new_torch_context(), py_attr_tracker=_tracker_keeping_alive())
     importer.import_frozen_program(program, func_name=function_name)
     return importer.module
+
+
+def _tracker_keeping_alive() -> object:
+    """A literal tracker for torch-mlir's importer that keeps what it tracks alive.
+
+    The importer remembers the literal made of each tensor by the tensor's
+    ``id()``, holding only a weak reference. It converts each bool constant
+    to a temporary uint8 tensor first, which dies as soon as its literal is
+    made, so the next bool constant's temporary may get the same ``id()``
+    and silently take the first one's values: GPT-Neo's local-attention mask
+    became its global one (torch-mlir 20261001). Alive until the import
+    ends, no two tracked tensors share an ``id()``.
+    """
+    from torch_mlir.extras.fx_importer import RefTracker
+
+    class KeepingAlive(RefTracker):
+        def __init__(self) -> None:
+            super().__init__()
+            self.alive: dict[int, object] = {}
+
+        def track(self, referrent: object) -> object:
+            self.alive[id(referrent)] = referrent
+            return super().track(referrent)
+
+    return KeepingAlive()

@@ -40,9 +40,7 @@ def _elements_run(program: str, monkeypatch) -> tuple[ir.Module, set[str]]:
         return run_pipeline(module, elements, *args, **kwargs)
 
     monkeypatch.setattr(lowering, "run_pipeline", recording)
-    module, _, _, rest = lowering._lower(
-        program, "main", None, CpuPipeline(threads=1), "<p>", None
-    )
+    module, _, _, rest = lowering._lower(program, "main", None, CpuPipeline(threads=1), "<p>", None)
     # What lower_to_llvm runs after it: the loops' and the LLVM dialect's stages.
     recording(module, rest, "<p>", verify_each=False)
     return module, ran

@@ -201,9 +201,7 @@ def test_shards_whose_calls_disagree_with_their_callees_are_not_joined(
     _assert_computes_expected(lowered.object_code, lowered, inputs)
 
 
-def test_a_pipeline_without_kernel_outlining_is_lowered_whole(
-    split_lowering, inputs, monkeypatch
-):
+def test_a_pipeline_without_kernel_outlining_is_lowered_whole(split_lowering, inputs, monkeypatch):
     # Only after shlo-outline-kernels is each function known to lower on its
     # own; the scalar strategy has no such point, so its module is not split
     # before LLVM.

@@ -261,3 +261,51 @@ def test_exports_torch_mlir_did_not_take(module: nn.Module, shapes: list[tuple[i
     compiled = shlo.torch.compile(module, args)
     with torch.no_grad():
         torch.testing.assert_close(compiled(*args), module(*args), rtol=1e-5, atol=1e-6)
+
+
+class TwoMasks(nn.Module):
+    """Two bool buffers of one shape, as GPT-Neo's global and local attention masks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        causal = torch.ones(6, 6, dtype=torch.bool).tril()
+        self.register_buffer("near", causal ^ causal.tril(-2), persistent=False)
+        self.register_buffer("causal", causal, persistent=False)
+
+    def forward(self, x):
+        return torch.where(self.causal, x, -1.0) + torch.where(self.near, x, 0.0)
+
+
+def test_bool_constants_stay_distinct_when_python_reuses_an_id(monkeypatch) -> None:
+    """torch-mlir's importer makes each bool constant a temporary uint8 tensor
+    and remembers its literal by the temporary's id(); CPython gives a dead
+    object's id to the next one, and CI once saw GPT-Neo's local mask become
+    its global one that way. ``id`` here hands out the id of the last object
+    that died first, always, as CPython often does."""
+    import builtins
+    import itertools
+    import weakref
+
+    from torch_mlir.extras import fx_importer
+
+    fresh = itertools.count()
+    freed: list[int] = []
+    given: dict[int, int] = {}
+
+    def reusing_id(obj: object) -> int:
+        address = builtins.id(obj)
+        if address not in given:
+            try:
+                weakref.finalize(obj, lambda: freed.append(given.pop(address)))
+            except TypeError:  # not weakly referable: never dies as far as ids go
+                given[address] = next(fresh)
+            else:
+                given[address] = freed.pop() if freed else next(fresh)
+        return given[address]
+
+    monkeypatch.setattr(fx_importer, "id", reusing_id, raising=False)
+    torch.manual_seed(0)
+    x = torch.randn(6, 6)
+    model = TwoMasks()
+    compiled = shlo.torch.compile(model, (x,))
+    torch.testing.assert_close(compiled(x), model(x), rtol=0, atol=0)
