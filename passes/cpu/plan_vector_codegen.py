@@ -410,7 +410,10 @@ class PlanVectorCodegenPass(Pass):
 
 
 # After every op is tiled: vectorize the full tiles, drop unit dimensions, and
-# keep accumulators in registers across the loops that update them. The
+# keep accumulators in registers across the loops that update them. Unit
+# dimensions go at both ends: a reduction over leading loops (ResNet's
+# pooling over height and width, the channels the vector) vectorizes to
+# vector<64x1x1xf32>, whose arith ops LLVM got as 64 one-lane ops each. The
 # vectorized functions are verified before the patterns run: invalid IR from
 # the vectorizer (an upstream bug) fails the compile instead of being folded
 # into wrong code, as a @ b + jnp.eye(n) once was (_reads_its_init_and_an_index).
@@ -440,6 +443,7 @@ _AFTER_TILING = """\
     transform.apply_patterns to %funcs {
       transform.apply_patterns.linalg.tiling_canonicalization
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.vector.drop_unit_dims_with_shape_cast
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.canonicalization
