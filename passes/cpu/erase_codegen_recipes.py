@@ -44,6 +44,7 @@ class EraseCodegenRecipesPass(Pass):
 _TAGS = (
     "shlo.codegen_op",
     "shlo.vectorize",
+    "shlo.drop_unit_dims",
     "shlo.row_op",
     PARTIAL_TILES,
     FUSED_BLOCK,
