@@ -27,12 +27,19 @@ def compiled(function, *args, threads: int = 1):
     return shlo.compile(text, pipeline=pipeline, isolate=False)
 
 
-def tensor_codegen_ir(function, *args, threads: int = 1) -> str:
+def tensor_codegen_module(function, *args, threads: int = 1, through: str | None = None):
+    """The module after the tensor-codegen stage, or after its pass ``through``."""
     text = export.export(jax.jit(function))(*args).mlir_module()
     module = shlo.load_module(text)
-    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads)
-    run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *pipeline.elements("tensor-codegen")])
-    return str(module)
+    elements = CpuPipeline(strategy=VECTORIZED, threads=threads).elements("tensor-codegen")
+    if through is not None:
+        elements = elements[: next(i for i, e in enumerate(elements) if e.startswith(through)) + 1]
+    run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *elements])
+    return module
+
+
+def tensor_codegen_ir(function, *args, threads: int = 1) -> str:
+    return str(tensor_codegen_module(function, *args, threads=threads))
 
 
 def check(function, *args, threads: int = 1, rtol: float = 1e-6) -> None:
@@ -550,11 +557,7 @@ def test_only_functions_with_trailing_unit_dims_get_those_patterns() -> None:
     # step's compile when they ran on all): the plan marks the functions of
     # ops vectorized along a loop that is not their last.
     def marked(function, *args) -> int:
-        text = export.export(jax.jit(function))(*args).mlir_module()
-        module = shlo.load_module(text)
-        elements = CpuPipeline(strategy=VECTORIZED, threads=1).elements("tensor-codegen")
-        plan = next(i for i, e in enumerate(elements) if e.startswith("shlo-plan-vector-codegen"))
-        run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *elements[: plan + 1]])
+        module = tensor_codegen_module(function, *args, through="shlo-plan-vector-codegen")
         functions = [op for op in module.body.operations if op.operation.name == "func.func"]
         return sum("shlo.drop_unit_dims" in f.operation.attributes for f in functions)
 
