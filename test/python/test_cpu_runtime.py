@@ -58,7 +58,7 @@ def _run(object_code: bytes) -> np.ndarray:
 def test_code_is_linked_by_ld_directly(object_code, monkeypatch):
     if runtime._direct_link(runtime.linker()) is None:
         pytest.skip("the C compiler driver does not name its linker")
-    runtime._allocation_guard_object(runtime.linker())  # compiled once per process
+    runtime._link_commands(runtime.linker(), "a.o", "a.so", None)  # builds its files once
     ran = []
     real_run = runtime.subprocess.run
 
@@ -99,6 +99,42 @@ def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
     dynamic = real_run(["readelf", "-d", stub], capture_output=True, text=True)
     if dynamic.returncode == 0:
         assert f"[{openmp}]" in dynamic.stdout
+
+
+def test_code_needs_the_math_library_through_a_stub(monkeypatch):
+    driver = runtime.linker()
+    direct = runtime._direct_link(driver)
+    if direct is None:
+        pytest.skip("the C compiler driver does not name its linker")
+    math = runtime._shared_library_behind(direct[1][0])
+    if math is None:
+        pytest.skip("the C library's libm.so names no shared library")
+    program = """
+func.func @main(%x: tensor<8xf64>) -> tensor<8xf64> {
+  %s = stablehlo.sine %x : tensor<8xf64>
+  return %s : tensor<8xf64>
+}"""
+    code = lower_to_object(program, "main", None, CpuPipeline(threads=1)).object_code
+    assert b"sin" in code  # f64 sine is the C library's
+    stub = runtime._needed_stub(driver, math)  # built once per process
+    links = []
+    real_run = runtime.subprocess.run
+
+    def recording_run(command, *args, **kwargs):
+        ran = real_run(command, *args, **kwargs)
+        links.append((command, ran.returncode))
+        return ran
+
+    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    function = runtime.LoadedFunction(code, ["tensor<8xf64>"], ["tensor<8xf64>"])
+    x = np.linspace(-3, 3, 8)
+    (result,) = function([x])  # the loader found sin in the real library
+    np.testing.assert_allclose(result, np.sin(x), rtol=1e-15)
+    [(command, returncode)] = links  # the first command linked
+    assert returncode == 0 and stub in command and direct[1][0] not in command
+    dynamic = real_run(["readelf", "-d", stub], capture_output=True, text=True)
+    if dynamic.returncode == 0:
+        assert f"[{math}]" in dynamic.stdout
 
 
 def test_a_failing_direct_link_falls_back_to_the_driver(object_code, monkeypatch):
