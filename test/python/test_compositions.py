@@ -14,29 +14,48 @@ products of a few of them are exact in f32. Values that stay exact may feed
 ops whose result jumps on tiny errors (f32 -> i32 converts, compares);
 inexact ones (after exp or tanh, or after many products) are compared with
 f32 tolerances only.
+
+Those sizes never reach the vector code generation's other paths (16 lanes
+and more, remainders, threads, the exp's fast path), so a second test draws
+dimensions from VECTOR_SIZES (1 to 130) up to rank 3, with more f32 ops
+(divide, power, sqrt, log, sine, ...). A wrong exp fast path (every result
+1% off) passes the first test and fails the second. It runs 80 programs;
+SHLO_COMPOSITION_EXAMPLES sets how many for a longer campaign.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 import shlo
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, assume, find, given, settings
 from hypothesis import strategies as st
 from shlo.interpreter import interpret
 
 MAX_RANK = 4
-MAX_DIM = 5
+SMALL_SIZES = (1, 2, 3, 4, 5)
+# Sizes where the vector code generation takes its other paths: 16 lanes and
+# more, remainders (17, 33, 130), threads, the exp's fast path, division by a
+# shared divisor. Values stay under VECTOR_ELEMENTS so the interpreter keeps up.
+VECTOR_SIZES = (1, 2, 3, 5, 16, 17, 33, 64, 130)
+VECTOR_MAX_RANK = 3
+VECTOR_ELEMENTS = 1 << 16
 # Exact while values stay on a coarse binary grid: two levels of products of
 # multiples of 1/4 are multiples of 1/256, far from f32's 24 bits.
 MAX_EXACT_PRODUCTS = 2
 FLOAT_UNARY = ["exponential", "tanh", "negate", "abs"]
 INT_UNARY = ["negate", "abs"]
 BINARY = ["add", "multiply", "subtract", "maximum", "minimum"]
+# More f32 ops for the vector-sized programs, all inexact (libm calls, our
+# approximations, division by a reciprocal).
+MORE_FLOAT_UNARY = ["sqrt", "log", "logistic", "exponential_minus_one", "log_plus_one"]
+MORE_FLOAT_UNARY += ["sine", "cosine", "rsqrt", "floor", "sign"]
+MORE_FLOAT_BINARY = ["divide", "power", "atan2"]
 
 
 def tensor(shape: tuple[int, ...], element: str) -> str:
@@ -66,9 +85,21 @@ class Graph:
     """A function under construction: its arguments, ops and values."""
 
     draw: st.DrawFn
+    sizes: tuple[int, ...] = SMALL_SIZES
+    max_rank: int = MAX_RANK
+    more_ops: bool = False
     arguments: list[Value] = field(default_factory=list)
     values: list[Value] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+
+    def size(self) -> int:
+        return self.draw(st.sampled_from(self.sizes))
+
+    def shape(self, min_rank: int = 0, max_rank: int | None = None) -> tuple[int, ...]:
+        top = self.max_rank if max_rank is None else min(max_rank, self.max_rank)
+        return tuple(
+            self.draw(st.lists(st.sampled_from(self.sizes), min_size=min_rank, max_size=top))
+        )
 
     def argument(self, shape: tuple[int, ...], element: str) -> Value:
         value = Value(f"%arg{len(self.arguments)}", shape, element)
@@ -126,10 +157,6 @@ class Graph:
         )
 
 
-def small_shape(draw: st.DrawFn, min_rank: int = 0, max_rank: int = MAX_RANK) -> tuple[int, ...]:
-    return tuple(draw(st.lists(st.integers(1, MAX_DIM), min_size=min_rank, max_size=max_rank)))
-
-
 def subset(draw: st.DrawFn, items: list[int], min_size: int = 0) -> list[int]:
     """A random subset of ``items`` in a random order."""
     if not items:
@@ -143,7 +170,8 @@ def subset(draw: st.DrawFn, items: list[int], min_size: int = 0) -> list[int]:
 def add_unary(g: Graph) -> bool:
     x = g.pick()
     assert x is not None
-    op = g.draw(st.sampled_from(FLOAT_UNARY if x.element == "f32" else INT_UNARY))
+    ops = FLOAT_UNARY + MORE_FLOAT_UNARY * g.more_ops if x.element == "f32" else INT_UNARY
+    op = g.draw(st.sampled_from(ops))
     result = g.new(x.shape, x.element, x)
     result.exact = result.exact and op in ("negate", "abs")
     g.emit(f"stablehlo.{op} {x.name} : {x.type}", result, x)
@@ -154,8 +182,10 @@ def add_binary(g: Graph) -> bool:
     x = g.pick()
     assert x is not None
     y = g.operand(x.shape, x.element)
-    op = g.draw(st.sampled_from(BINARY))
+    more = MORE_FLOAT_BINARY if g.more_ops and x.element == "f32" else []
+    op = g.draw(st.sampled_from(BINARY + more))
     result = g.new(x.shape, x.element, x, y, products=int(op == "multiply"))
+    result.exact = result.exact and op not in more
     g.emit(f"stablehlo.{op} {x.name}, {y.name} : {x.type}", result, x, y)
     return True
 
@@ -168,9 +198,9 @@ def add_dot_general(g: Graph) -> bool:
     batching = subset(g.draw, axes)
     contracting = subset(g.draw, [a for a in axes if a not in batching])
     lhs_free = [a for a in axes if a not in batching and a not in contracting]
-    rhs_free = small_shape(g.draw, 0, 2)
+    rhs_free = g.shape(0, 2)
     rank = len(batching) + len(lhs_free) + len(rhs_free)
-    if rank > MAX_RANK or len(batching) + len(contracting) + len(rhs_free) > MAX_RANK:
+    if rank > g.max_rank or len(batching) + len(contracting) + len(rhs_free) > g.max_rank:
         return False
     # The rhs holds the batching, contracting and free dimensions in a random order.
     parts = (
@@ -203,13 +233,13 @@ def add_dot_general(g: Graph) -> bool:
 
 
 def add_broadcast_in_dim(g: Graph) -> bool:
-    x = g.pick(lambda v: v.rank < MAX_RANK)
+    x = g.pick(lambda v: v.rank < g.max_rank)
     if x is None:
         return False
-    rank = g.draw(st.integers(x.rank, MAX_RANK))
+    rank = g.draw(st.integers(x.rank, g.max_rank))
     # Distinct result dimensions for the operand's, in any order (a transpose too).
     dims = g.draw(st.permutations(range(rank)))[: x.rank]
-    shape = [g.draw(st.integers(1, MAX_DIM)) for _ in range(rank)]
+    shape = [g.size() for _ in range(rank)]
     for axis, dim in enumerate(dims):
         if x.shape[axis] != 1 or g.draw(st.booleans()):
             shape[dim] = x.shape[axis]
@@ -250,7 +280,7 @@ def add_reshape(g: Graph) -> bool:
     x = g.pick()
     assert x is not None
     factors = g.draw(st.permutations(prime_factors(math.prod(x.shape))))
-    rank = g.draw(st.integers(min(len(factors), 1), MAX_RANK))
+    rank = g.draw(st.integers(min(len(factors), 1), g.max_rank))
     shape = [1] * rank
     for factor in factors:
         shape[g.draw(st.integers(0, rank - 1))] *= factor
@@ -310,7 +340,7 @@ def add_concatenate(g: Graph) -> bool:
         return False
     axis = g.draw(st.integers(0, x.rank - 1))
     other = list(x.shape)
-    other[axis] = g.draw(st.integers(1, MAX_DIM))
+    other[axis] = g.size()
     y = g.operand(tuple(other), x.element)
     shape = list(x.shape)
     shape[axis] += other[axis]
@@ -394,17 +424,29 @@ KINDS = ["dot_general", "dot_general", *BUILDERS]
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> tuple[str, list[np.ndarray]]:
-    """MLIR text of a random DAG of ops and the arguments to call it with."""
-    g = Graph(draw)
+def programs(
+    draw: st.DrawFn,
+    sizes: tuple[int, ...] = SMALL_SIZES,
+    max_rank: int = MAX_RANK,
+    more_ops: bool = False,
+    max_elements: int | None = None,
+) -> tuple[str, list[np.ndarray]]:
+    """MLIR text of a random DAG of ops and the arguments to call it with.
+
+    Dimensions are drawn from ``sizes``; a program with a value of more than
+    ``max_elements`` elements is rejected.
+    """
+    g = Graph(draw, sizes, max_rank, more_ops)
     element = draw(st.sampled_from(["f32", "f32", "f32", "i32"]))
-    g.argument(small_shape(draw, 1), element)
+    g.argument(g.shape(1), element)
     ops = draw(st.integers(2, 6))
     added = 0
     for _ in range(4 * ops):
         if added == ops:
             break
         added += BUILDERS[draw(st.sampled_from(KINDS))](g)
+    if max_elements is not None:
+        assume(all(math.prod(v.shape) <= max_elements for v in g.values))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     args = [
@@ -441,6 +483,17 @@ def check(source: str, args: list[np.ndarray]) -> None:
 )
 @given(programs())
 def test_random_compositions(program: tuple[str, list[np.ndarray]]) -> None:
+    check(*program)
+
+
+@settings(
+    max_examples=int(os.environ.get("SHLO_COMPOSITION_EXAMPLES", "80")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(programs(VECTOR_SIZES, VECTOR_MAX_RANK, more_ops=True, max_elements=VECTOR_ELEMENTS))
+def test_random_compositions_at_vector_sizes(program: tuple[str, list[np.ndarray]]) -> None:
     check(*program)
 
 
