@@ -430,7 +430,8 @@ def _shared_library_behind(linked: str) -> str | None:
     """The absolute path of the shared library that ``linked`` stands for, if it says.
 
     glibc's libm.so is a linker script naming libm.so.6 (and libmvec); ld
-    read both libraries' symbol tables on every link, 4 of its 7 ms.
+    read both libraries' symbol tables on every link: half of it (a small
+    program's link 5.2 -> 2.7 ms with a stub of libm.so.6).
     """
     try:
         with open(linked, "rb") as file:
