@@ -22,6 +22,7 @@ _PASS_CLASSES = {
     "shlo-canonicalize-dynamic-reduce-window": "frontend.canonicalize_dynamic_reduce_window:CanonicalizeDynamicReduceWindowPass",
     "shlo-check-lowered": "linalg.check_lowered:CheckLoweredPass",
     "shlo-check-shape-assertions": "frontend.check_shape_assertions:CheckShapeAssertionsPass",
+    "shlo-collapse-transposed-loops": "cpu.collapse_transposed_loops:CollapseTransposedLoopsPass",
     "shlo-copy-into-slices": "cpu.copy_into_slices:CopyIntoSlicesPass",
     "shlo-copy-duplicate-results": "linalg.copy_duplicate_results:CopyDuplicateResultsPass",
     "shlo-erase-codegen-recipes": "cpu.erase_codegen_recipes:EraseCodegenRecipesPass",

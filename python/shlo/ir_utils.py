@@ -373,15 +373,19 @@ def rebuild_generic(
     inputs: Sequence[tuple[ir.Value, ir.Attribute]],
     outputs: Sequence[tuple[ir.Value, ir.Attribute]],
     replaces: Sequence[Sequence[ir.Value]],
+    iterator_types: ir.ArrayAttr | None = None,
 ) -> ir.Operation:
     """``op``, a linalg.generic on tensors, rebuilt in its place with these (operand,
-    indexing map) inputs and outputs, its other attributes and its body; the new block's
-    i-th argument takes the place of the old block arguments ``replaces[i]`` (old
-    arguments not listed must be unused). ``op`` is erased; the new op is returned."""
+    indexing map) inputs and outputs, its other attributes (or these ``iterator_types``)
+    and its body; the new block's i-th argument takes the place of the old block
+    arguments ``replaces[i]`` (old arguments not listed must be unused). ``op`` is
+    erased; the new op, whose results replace its results, is returned."""
     operands = [value for value, _ in [*inputs, *outputs]]
     attributes = attribute_dict(op)
     attributes["indexing_maps"] = ir.ArrayAttr.get([m for _, m in [*inputs, *outputs]])
     attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(inputs), len(outputs)])
+    if iterator_types is not None:
+        attributes["iterator_types"] = iterator_types
     with op.location, ir.InsertionPoint(op):
         new = ir.Operation.create(
             "linalg.generic",

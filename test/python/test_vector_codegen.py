@@ -227,6 +227,40 @@ def test_a_transpose_of_sizes_off_the_tile_is_vector_code_on_threads() -> None:
     check(divide_transposed, x, s, threads=2)
 
 
+def test_a_transpose_of_dimension_blocks_is_read_in_square_tiles() -> None:
+    # Keys transposed for q @ k^T: heads and head dimension move as one
+    # block. Each tile is 16 rows read whole and shuffled, not a permuted read
+    # (16 scalar loads per vector, which LLVM merges into a gather).
+    def keys_transposed(k):
+        return jnp.transpose(k, (1, 2, 0))
+
+    ir = tensor_codegen_ir(keys_transposed, floats(256, 4, 64), threads=2)
+    assert "vector.shuffle" in ir and "permutation_map" not in ir
+    check(keys_transposed, floats(256, 4, 64), threads=2)
+
+
+@pytest.mark.parametrize(
+    "shape, permutation",
+    [
+        ((128, 12, 64), (1, 2, 0)),  # GPT-2's keys
+        ((4, 128, 2, 2, 64), (2, 3, 4, 0, 1)),  # two blocks swap (a training step's)
+        ((3, 37, 5, 19), (0, 2, 3, 1)),  # sizes off the tile
+        ((2, 17, 3, 33), (2, 3, 0, 1)),
+        ((5, 7, 11, 13, 3), (4, 2, 3, 0, 1)),  # one block in three
+        ((64, 1, 48, 2), (2, 3, 0, 1)),  # a unit dimension in a block
+    ],
+)
+def test_transposes_of_dimension_blocks(shape: tuple[int, ...], permutation) -> None:
+    x = floats(*shape)
+    check(lambda x: jnp.transpose(x, permutation), x, threads=2)
+    # Fused with elementwise work and a broadcast along one dimension, and read
+    # from a slice of a larger array.
+    bias = floats(shape[permutation[-1]])
+    check(lambda x, b: jnp.tanh(jnp.transpose(x, permutation) + b), x, bias, threads=2)
+    wide = floats(*shape[:-1], 2 * shape[-1] + 3)
+    check(lambda w: jnp.transpose(w[..., 3 : 3 + shape[-1]], permutation) * 2.0, wide, threads=2)
+
+
 def softmax(x):
     return jax.nn.softmax(x, axis=-1)
 

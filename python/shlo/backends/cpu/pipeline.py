@@ -94,6 +94,9 @@ class CodegenStrategy:
                 # Contractions no recipe took become generics that the plan
                 # vectorizes (after fusion, which must not fuse into them).
                 "func.func(linalg-generalize-named-ops)",
+                # A transpose's loops that move together, one loop: square
+                # tiles of its two contiguous loops, transposed in registers.
+                "shlo-collapse-transposed-loops",
                 f"shlo-plan-vector-codegen{{threads={threads}}}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
