@@ -14,10 +14,12 @@ between (here the heads), the tile's read has a unit dimension in the
 middle, which the transfer lowering cannot transpose: each vector became
 16 scalar loads, which LLVM merged into a gather. Collapsed, the transpose
 is 2-D and takes the shuffles. Measured in one process, interleaved,
-medians of 30 (``shlo.compile``, 2 threads): [2048, 16, 64] -> (1, 2, 0)
-2.01 -> 1.56 ms, [8, 512, 12, 64] -> (0, 2, 3, 1) 2.07 -> 1.60 ms (XLA:
-5.2 and 7.1 ms); the bench's GPT-2 and training step ran the same, with the
-same bits.
+medians of 30 (``shlo.compile``, 2 threads), three runs: [2048, 16, 64] ->
+(1, 2, 0) 1.55-2.43 -> 1.45-1.80 ms, [8, 512, 12, 64] -> (0, 2, 3, 1)
+1.89-2.07 -> 1.42-1.63 ms (XLA 2.8-6.5 and 3.5-7.1 ms); NCHW -> NHWC,
+[16, 64, 64, 32] -> (0, 2, 3, 1), went the other way, 0.46-0.53 -> 0.50-0.56
+ms (XLA 1.5-1.8). The bench's GPT-2, attention and training step ran the
+same, with the same bits.
 
 Here every all-parallel ``linalg.generic`` that transposes (an input map's
 dimensions out of order) has each run of loops that is adjacent and in the
