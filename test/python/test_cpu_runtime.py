@@ -55,20 +55,34 @@ def _run(object_code: bytes) -> np.ndarray:
     return result
 
 
+def _record_links(monkeypatch) -> list[tuple[list[str], int]]:
+    """Each command the runtime runs from now on, with its exit status."""
+    links = []
+    real_run = subprocess.run
+
+    def recording_run(command, *args, **kwargs):
+        ran = real_run(command, *args, **kwargs)
+        links.append((command, ran.returncode))
+        return ran
+
+    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    return links
+
+
+def _assert_stub_names(stub: str, library: str) -> None:
+    """The stub has no symbols; its name is the real library's path."""
+    dynamic = subprocess.run(["readelf", "-d", stub], capture_output=True, text=True)
+    if dynamic.returncode == 0:
+        assert f"[{library}]" in dynamic.stdout
+
+
 def test_code_is_linked_by_ld_directly(object_code, monkeypatch):
     if runtime._direct_link(runtime.linker()) is None:
         pytest.skip("the C compiler driver does not name its linker")
     runtime._link_commands(runtime.linker(), "a.o", "a.so", None)  # builds its files once
-    ran = []
-    real_run = runtime.subprocess.run
-
-    def recording_run(command, *args, **kwargs):
-        ran.append(command[0])
-        return real_run(command, *args, **kwargs)
-
-    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    links = _record_links(monkeypatch)
     _run(object_code)
-    assert ran == [runtime._direct_link(runtime.linker())[0]]
+    assert [command[0] for command, _ in links] == [runtime._direct_link(runtime.linker())[0]]
 
 
 def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
@@ -80,25 +94,14 @@ def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
     assert runtime._uses_openmp(threaded)
     openmp = runtime.load_openmp()
     stub = runtime._needed_stub(driver, openmp)  # built once per process
-    links = []
-    real_run = runtime.subprocess.run
-
-    def recording_run(command, *args, **kwargs):
-        ran = real_run(command, *args, **kwargs)
-        links.append((command, ran.returncode))
-        return ran
-
-    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    links = _record_links(monkeypatch)
     function = runtime.LoadedFunction(threaded, ["tensor<262144xf32>"], ["tensor<262144xf32>"])
     x = np.linspace(-2, 2, 262144, dtype=np.float32)
     (result,) = function([x])  # the loader found OpenMP's functions
     np.testing.assert_allclose(result, np.sin(np.exp(x)), rtol=1e-5, atol=1e-6)
     [(command, returncode)] = links  # the first command linked
     assert returncode == 0 and stub in command and openmp not in command
-    # The stub has no symbols; its name is the real library's path.
-    dynamic = real_run(["readelf", "-d", stub], capture_output=True, text=True)
-    if dynamic.returncode == 0:
-        assert f"[{openmp}]" in dynamic.stdout
+    _assert_stub_names(stub, openmp)
 
 
 def test_code_needs_the_math_library_through_a_stub(monkeypatch):
@@ -117,24 +120,14 @@ func.func @main(%x: tensor<8xf64>) -> tensor<8xf64> {
     code = lower_to_object(program, "main", None, CpuPipeline(threads=1)).object_code
     assert b"sin" in code  # f64 sine is the C library's
     stub = runtime._needed_stub(driver, math)  # built once per process
-    links = []
-    real_run = runtime.subprocess.run
-
-    def recording_run(command, *args, **kwargs):
-        ran = real_run(command, *args, **kwargs)
-        links.append((command, ran.returncode))
-        return ran
-
-    monkeypatch.setattr(runtime.subprocess, "run", recording_run)
+    links = _record_links(monkeypatch)
     function = runtime.LoadedFunction(code, ["tensor<8xf64>"], ["tensor<8xf64>"])
     x = np.linspace(-3, 3, 8)
     (result,) = function([x])  # the loader found sin in the real library
     np.testing.assert_allclose(result, np.sin(x), rtol=1e-15)
     [(command, returncode)] = links  # the first command linked
     assert returncode == 0 and stub in command and direct[1][0] not in command
-    dynamic = real_run(["readelf", "-d", stub], capture_output=True, text=True)
-    if dynamic.returncode == 0:
-        assert f"[{math}]" in dynamic.stdout
+    _assert_stub_names(stub, math)
 
 
 def test_a_failing_direct_link_falls_back_to_the_driver(object_code, monkeypatch):
