@@ -96,6 +96,7 @@ _PASS_CLASSES = {
     "shlo-test-print-indexing-maps": "testing.test_print_indexing_maps:TestPrintIndexingMapsPass",
     "shlo-unroll-replicas": "frontend.unroll_replicas:UnrollReplicasPass",
     "shlo-verify-static": "frontend.verify_static:VerifyStaticPass",
+    "shlo-accumulate-narrow-floats-as-xla": "decompose.accumulate_narrow_floats_as_xla:AccumulateNarrowFloatsAsXlaPass",
     "shlo-widen-small-float-converts": "decompose.widen_small_float_converts:WidenSmallFloatConvertsPass",
     "shlo-write-over-dead-inputs": "linalg.write_over_dead_inputs:WriteOverDeadInputsPass",
     "shlo-widen-integer-dots": "cpu.widen_integer_dots:WidenIntegerDotsPass",

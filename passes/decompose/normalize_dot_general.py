@@ -29,22 +29,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import attribute_dict, ops_named
 from shlo.pass_framework import Pass
-
-
-def _is_narrow_float(element: ir.Type) -> bool:
-    return isinstance(element, ir.FloatType) and element.width < 32
-
-
-def _with_element(value: ir.Value, element: ir.Type) -> ir.RankedTensorType:
-    return ir.RankedTensorType.get(list(ir.RankedTensorType(value.type).shape), element)
-
-
-def _convert(value: ir.Value, element: ir.Type) -> ir.Value:
-    if ir.RankedTensorType(value.type).element_type == element:
-        return value
-    return ir.Operation.create(
-        "stablehlo.convert", results=[_with_element(value, element)], operands=[value]
-    ).result
+from shlo.passes.decompose.stablehlo_builders import convert, is_narrow_float, with_element
 
 
 def dot_to_dot_general(op: ir.Operation) -> ir.Operation:
@@ -70,19 +55,19 @@ def dot_to_dot_general(op: ir.Operation) -> ir.Operation:
 def normalize_dot(op: ir.Operation) -> None:
     result = op.results[0]
     result_type = ir.RankedTensorType(result.type)
-    widen = _is_narrow_float(result_type.element_type)
+    widen = is_narrow_float(result_type.element_type)
     if "algorithm" not in op.attributes and not widen:
         return
     named = [op.attributes[i] for i in range(len(op.attributes))]
     attributes = {a.name: a.attr for a in named if a.name != "algorithm"}
     f32 = ir.F32Type.get()
     with op.location, ir.InsertionPoint(op):
-        operands = [_convert(v, f32) for v in op.operands] if widen else list(op.operands)
-        dot_type = _with_element(result, f32) if widen else result_type
+        operands = [convert(v, f32) for v in op.operands] if widen else list(op.operands)
+        dot_type = with_element(result, f32) if widen else result_type
         dot = ir.Operation.create(
             "stablehlo.dot_general", results=[dot_type], operands=operands, attributes=attributes
         ).result
-        replacement = _convert(dot, result_type.element_type)
+        replacement = convert(dot, result_type.element_type)
     result.replace_all_uses_with(replacement)
     op.erase()
 

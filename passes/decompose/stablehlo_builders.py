@@ -48,6 +48,23 @@ def broadcast(value: ir.Value, shape: list[int], dimensions: list[int]) -> ir.Va
     )
 
 
+def is_narrow_float(element: ir.Type) -> bool:
+    """bf16, f16 and the f8/f6/f4 types: floats that sums and products lose precision in."""
+    return isinstance(element, ir.FloatType) and element.width < 32
+
+
+def with_element(value: ir.Value, element: ir.Type) -> ir.RankedTensorType:
+    """``value``'s tensor type with element type ``element``."""
+    return tensor_type(list(ir.RankedTensorType(value.type).shape), element)
+
+
+def convert(value: ir.Value, element: ir.Type) -> ir.Value:
+    """``value`` converted to element type ``element``; itself when it has it."""
+    if ir.RankedTensorType(value.type).element_type == element:
+        return value
+    return create_value("stablehlo.convert", [value], with_element(value, element))
+
+
 def select(condition: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
     return create_value("stablehlo.select", [condition, on_true, on_false], on_true.type)
 
@@ -132,16 +149,20 @@ def reshape(value: ir.Value, shape: list[int]) -> ir.Value:
     return create_value("stablehlo.reshape", [value], tensor_type(shape, value_type.element_type))
 
 
-def pad(value: ir.Value, low: list[int], high: list[int]) -> ir.Value:
-    """``value`` with ``low`` and ``high`` zeros before and after each dimension (negative
-    amounts crop); ``value`` if both are all zeros."""
+def pad(
+    value: ir.Value, low: list[int], high: list[int], padding: ir.Value | None = None
+) -> ir.Value:
+    """``value`` with ``low`` and ``high`` zeros (or scalars ``padding``) before and after
+    each dimension (negative amounts crop); ``value`` if both are all zeros."""
     if not any(low) and not any(high):
         return value
     value_type = ir.RankedTensorType(value.type)
     shape = [n + lo + hi for n, lo, hi in zip(value_type.shape, low, high)]
+    if padding is None:
+        padding = zero(value_type.element_type, ir.Location.current)
     return create_value(
         "stablehlo.pad",
-        [value, zero(value_type.element_type, ir.Location.current)],
+        [value, padding],
         tensor_type(shape, value_type.element_type),
         edge_padding_low=ir.DenseI64ArrayAttr.get(low),
         edge_padding_high=ir.DenseI64ArrayAttr.get(high),

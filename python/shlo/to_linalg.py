@@ -33,6 +33,9 @@ DECOMPOSITIONS: tuple[str, ...] = (
     "shlo-saturate-float-to-int",
     "shlo-lower-complex-bitcast",
     "shlo-lower-complex-cbrt",
+    # Narrow-float convolutions and sums in f32, cumsums in blocks, as XLA
+    # computes them (first: the convolution splits below then add f32 parts).
+    "shlo-accumulate-narrow-floats-as-xla",
     # Transposed convolutions: one per output phase, without the input's
     # dilation zeros (first: the 3-D split leaves input dilation alone).
     "shlo-split-transposed-convolutions",
