@@ -17,8 +17,8 @@ size drawn from around those boundaries:
   sum or a second dense layer. A third of them are differentiated instead
   (``jax.grad`` of the result weighted by a random cotangent, for every
   input), as a training step runs them: transposed matmuls and sums over
-  the rows. A sixth are in bfloat16 (compared within 3e-2: every op rounds
-  to 8 bits);
+  the rows. A sixth are in bfloat16, compared within 3e-2 or twice
+  jax.jit's own error, whichever is larger: every op rounds to 8 bits;
 - a quarter are attention blocks: a fused QKV projection, heads split by
   reshape and transpose, scaled scores with or without a causal mask,
   softmax, the weighted values, heads merged, an output projection or none;
@@ -61,7 +61,7 @@ EPILOGUES = ("none", "relu", "gelu", "residual", "softmax", "row_sum", "dense")
 # Keeps a case around a tenth of a second on 2 cores.
 MAX_ELEMENTS = 1 << 19
 TOLERANCE = 1e-4
-# bf16 rounds every op's result to 8 bits (2^-9 relative), f32 accumulation inside dots.
+# bf16 rounds every op's result to 8 bits (2^-9 relative); sums accumulate in f32.
 BFLOAT16_TOLERANCE = 3e-2
 
 SPATIAL = (1, 2, 5, 7, 14, 17, 28)
@@ -408,14 +408,27 @@ def check_block(seed: int) -> None:
     gots = shlo.compile(exported.mlir_module_serialized, isolate=False)(*kept)
     gots = list(gots) if isinstance(gots, (list, tuple)) else [gots]
     assert len(gots) == len(wants), block
-    tolerance = BFLOAT16_TOLERANCE if bfloat16 else TOLERANCE
+    if bfloat16:
+        # bf16 gradients lose more than 3e-2 in jax.jit too: allow twice its error.
+        theirs = jax.jit(function)(*inputs)
+        theirs = list(theirs) if isinstance(theirs, (list, tuple)) else [theirs]
+        tolerances = [
+            max(BFLOAT16_TOLERANCE, 2 * relative_error(t, w)) for t, w in zip(theirs, wants)
+        ]
+    else:
+        tolerances = [TOLERANCE] * len(wants)
     for index, (got, want) in enumerate(zip(gots, wants)):
         assert got.shape == want.shape, block
-        scale = max(float(np.max(np.abs(want), initial=0.0)), 1e-30)
-        error = float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0)) / scale
-        assert error <= tolerance, (
+        error = relative_error(got, want)
+        assert error <= tolerances[index], (
             f"seed {seed}: {block}: result {index}: error {error:.3g} of its largest value"
         )
+
+
+def relative_error(got: Any, want: np.ndarray) -> float:
+    """The largest difference from ``want``, relative to ``want``'s largest magnitude."""
+    scale = max(float(np.max(np.abs(want), initial=0.0)), 1e-30)
+    return float(np.max(np.abs(np.asarray(got, np.float64) - want), initial=0.0)) / scale
 
 
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
