@@ -69,10 +69,12 @@ def _narrow_sum(op: ir.Operation) -> bool:
     element = _element(op.operands[0])
     if element is None or not hlo.is_narrow_float(element):
         return False
-    body = list(op.regions[0].blocks[0].operations)
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
     return (
         len(body) == 2
         and body[0].name == "stablehlo.add"
+        and set(body[0].operands) == set(block.arguments)
         and list(body[1].operands) == [body[0].result]
     )
 
