@@ -16,6 +16,7 @@ from shlo.pass_framework import Pass
 
 # Pass argument -> "module:class" under shlo.passes.
 _PASS_CLASSES = {
+    "shlo-accumulate-narrow-floats-as-xla": "decompose.accumulate_narrow_floats_as_xla:AccumulateNarrowFloatsAsXlaPass",
     "shlo-approximate-math": "cpu.approximate_math:ApproximateMathPass",
     "shlo-arith-constants-to-stablehlo": "frontend.arith_constants_to_stablehlo:ArithConstantsToStablehloPass",
     "shlo-canonicalize-dot-general": "decompose.canonicalize_dot_general:CanonicalizeDotGeneralPass",
@@ -96,7 +97,6 @@ _PASS_CLASSES = {
     "shlo-test-print-indexing-maps": "testing.test_print_indexing_maps:TestPrintIndexingMapsPass",
     "shlo-unroll-replicas": "frontend.unroll_replicas:UnrollReplicasPass",
     "shlo-verify-static": "frontend.verify_static:VerifyStaticPass",
-    "shlo-accumulate-narrow-floats-as-xla": "decompose.accumulate_narrow_floats_as_xla:AccumulateNarrowFloatsAsXlaPass",
     "shlo-widen-small-float-converts": "decompose.widen_small_float_converts:WidenSmallFloatConvertsPass",
     "shlo-write-over-dead-inputs": "linalg.write_over_dead_inputs:WriteOverDeadInputsPass",
     "shlo-widen-integer-dots": "cpu.widen_integer_dots:WidenIntegerDotsPass",

@@ -79,28 +79,6 @@ def _narrow_sum(op: ir.Operation) -> bool:
     )
 
 
-def widen(op: ir.Operation) -> None:
-    """Compute ``op`` in f32: its operands converted up, its results converted back."""
-    f32 = ir.F32Type.get()
-    with op.location, ir.InsertionPoint(op):
-        for index, operand in enumerate(list(op.operands)):
-            op.operands[index] = hlo.convert(operand, f32)
-    for region in op.regions:
-        for block in region.blocks:
-            for argument in block.arguments:
-                argument.set_type(hlo.with_element(argument, f32))
-            for inner in block.operations:
-                for result in inner.results:
-                    result.set_type(hlo.with_element(result, f32))
-    for result in op.results:
-        narrow = ir.RankedTensorType(result.type).element_type
-        result.set_type(hlo.with_element(result, f32))
-        with op.location, ir.InsertionPoint.after(op):
-            back = hlo.convert(result, narrow)
-        result.replace_all_uses_with(back)
-        back.owner.operands[0] = result  # the convert itself read the result too
-
-
 def cumulative_sum(value: ir.Value, zero: ir.Value, axis: int, reverse: bool) -> ir.Value:
     """The reduce_window summing ``value`` along ``axis`` up to each element (from the
     end when ``reverse``), with ``zero`` as init."""
@@ -168,14 +146,13 @@ def accumulate_as_xla(op: ir.Operation) -> None:
     if op.name == "stablehlo.convolution":
         element = _element(op.results[0])
         if element is not None and hlo.is_narrow_float(element):
-            widen(op)
+            hlo.compute_in_f32(op)
     elif op.name == "stablehlo.reduce":
         if _narrow_sum(op):
-            widen(op)
+            hlo.compute_in_f32(op)
     elif _narrow_sum(op):  # a reduce_window: only scans, which match_scan tells from pooling
         scan = match_scan(op)
-        size = ir.RankedTensorType(op.operands[0].type).shape[scan.axis] if scan else 0
-        if scan is None or size <= SCAN_BLOCK:
+        if scan is None or ir.RankedTensorType(op.operands[0].type).shape[scan.axis] <= SCAN_BLOCK:
             return
         with op.location, ir.InsertionPoint(op):
             blocked = blocked_cumulative_sum(

@@ -29,7 +29,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import attribute_dict, ops_named
 from shlo.pass_framework import Pass
-from shlo.passes.decompose.stablehlo_builders import convert, is_narrow_float, with_element
+from shlo.passes.decompose.stablehlo_builders import compute_in_f32, is_narrow_float
 
 
 def dot_to_dot_general(op: ir.Operation) -> ir.Operation:
@@ -53,23 +53,10 @@ def dot_to_dot_general(op: ir.Operation) -> ir.Operation:
 
 
 def normalize_dot(op: ir.Operation) -> None:
-    result = op.results[0]
-    result_type = ir.RankedTensorType(result.type)
-    widen = is_narrow_float(result_type.element_type)
-    if "algorithm" not in op.attributes and not widen:
-        return
-    named = [op.attributes[i] for i in range(len(op.attributes))]
-    attributes = {a.name: a.attr for a in named if a.name != "algorithm"}
-    f32 = ir.F32Type.get()
-    with op.location, ir.InsertionPoint(op):
-        operands = [convert(v, f32) for v in op.operands] if widen else list(op.operands)
-        dot_type = with_element(result, f32) if widen else result_type
-        dot = ir.Operation.create(
-            "stablehlo.dot_general", results=[dot_type], operands=operands, attributes=attributes
-        ).result
-        replacement = convert(dot, result_type.element_type)
-    result.replace_all_uses_with(replacement)
-    op.erase()
+    if "algorithm" in op.attributes:
+        del op.attributes["algorithm"]
+    if is_narrow_float(ir.RankedTensorType(op.results[0].type).element_type):
+        compute_in_f32(op)
 
 
 @dataclass(frozen=True)

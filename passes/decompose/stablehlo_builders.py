@@ -65,6 +65,29 @@ def convert(value: ir.Value, element: ir.Type) -> ir.Value:
     return create_value("stablehlo.convert", [value], with_element(value, element))
 
 
+def compute_in_f32(op: ir.Operation) -> None:
+    """``op`` computed in f32 in place: its operands converted up, its body and results
+    retyped, and its results converted back for their users."""
+    f32 = ir.F32Type.get()
+    with op.location, ir.InsertionPoint(op):
+        for index, operand in enumerate(list(op.operands)):
+            op.operands[index] = convert(operand, f32)
+    for region in op.regions:
+        for block in region.blocks:
+            for argument in block.arguments:
+                argument.set_type(with_element(argument, f32))
+            for inner in block.operations:
+                for result in inner.results:
+                    result.set_type(with_element(result, f32))
+    for result in op.results:
+        narrow = ir.RankedTensorType(result.type).element_type
+        result.set_type(with_element(result, f32))
+        with op.location, ir.InsertionPoint.after(op):
+            back = convert(result, narrow)
+        result.replace_all_uses_with(back)
+        back.owner.operands[0] = result  # the convert itself read the result too
+
+
 def select(condition: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
     return create_value("stablehlo.select", [condition, on_true, on_false], on_true.type)
 

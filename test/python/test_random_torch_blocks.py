@@ -21,7 +21,6 @@ import copy
 import math
 import os
 
-import numpy as np
 import pytest
 from test_random_blocks import (
     BFLOAT16_TOLERANCE,
@@ -30,6 +29,7 @@ from test_random_blocks import (
     Block,
     Convolution,
     draw_block,
+    relative_error,
 )
 
 torch = pytest.importorskip("torch")
@@ -143,11 +143,6 @@ def in_bfloat16(seed: int) -> bool:
     if isinstance(block, Block):
         return block.bfloat16
     return isinstance(block, Convolution) and seed // 4 % 5 == 0
-
-
-def relative_error(got: np.ndarray, want: np.ndarray) -> float:
-    scale = max(float(np.max(np.abs(want), initial=0.0)), 1e-30)
-    return float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0)) / scale
 
 
 def check_torch_block(seed: int) -> None:
