@@ -24,7 +24,12 @@ size drawn from around those boundaries:
   softmax, the weighted values, heads merged, an output projection or none;
 - a quarter are NHWC convolutions: 1x1 to 7x7 windows, strides 1 and 2,
   SAME or VALID, dilation, plain, depthwise or in two groups, then a bias
-  and relu, a residual add or a global average pool.
+  and relu, a residual add, a global average pool, ResNet's 3x3/2 max pool
+  or a 2x2 average pool.
+
+A third of the attention and convolution blocks are differentiated too:
+their gradients are convolutions with dilated inputs or over the batch,
+select_and_scatter (the max pool's) and padded scatters of the pools.
 
 Each block is exported from jax, compiled by shlo and compared with the same
 function on numpy in float64 (the gradients with jax in float64), relative to
@@ -67,7 +72,7 @@ BFLOAT16_TOLERANCE = 3e-2
 SPATIAL = (1, 2, 5, 7, 14, 17, 28)
 CHANNELS = (1, 3, 8, 16, 24, 32, 33, 64)
 WINDOWS = (1, 3, 5, 7)
-CONV_EPILOGUES = ("none", "bias_relu", "residual", "mean")
+CONV_EPILOGUES = ("none", "bias_relu", "residual", "mean", "max_pool", "average_pool")
 SEQUENCES = (1, 7, 16, 33, 64, 128, 129, 200)
 HEADS = (1, 2, 3, 12)
 HEAD_SIZES = (8, 16, 24, 33, 64)
@@ -111,6 +116,7 @@ class Attention:
     head_size: int
     causal: bool
     projection: bool
+    training: bool = False
 
     def shapes(self) -> list[tuple[int, ...]]:
         width = self.heads * self.head_size
@@ -137,6 +143,7 @@ class Convolution:
     dilation: int
     groups: int
     epilogue: str
+    training: bool = False
 
     def shapes(self) -> list[tuple[int, ...]]:
         shapes = [
@@ -149,16 +156,10 @@ class Convolution:
 
     def padding(self) -> list[tuple[int, int]]:
         """Each spatial dimension's padding, low and high: SAME as XLA splits it."""
-        pads = []
-        for size in (self.height, self.width):
-            if not self.same:
-                pads.append((0, 0))
-                continue
-            extent = self.dilation * (self.window - 1) + 1
-            out = -(-size // self.stride)
-            total = max((out - 1) * self.stride + extent - size, 0)
-            pads.append((total // 2, total - total // 2))
-        return pads
+        if not self.same:
+            return [(0, 0), (0, 0)]
+        extent = self.dilation * (self.window - 1) + 1
+        return [_same_padding(size, extent, self.stride) for size in (self.height, self.width)]
 
     def output_size(self) -> tuple[int, int]:
         extent = self.dilation * (self.window - 1) + 1
@@ -188,6 +189,7 @@ def _draw_convolution(rng: np.random.Generator, grouping: int) -> Convolution | 
         dilation=int(rng.choice((1, 1, 1, 2))),
         groups=groups,
         epilogue=epilogue,
+        training=bool(rng.random() < 1 / 3),
     )
     if min(block.output_size()) < 1:
         return None
@@ -214,6 +216,7 @@ def draw_block(seed: int) -> Block | Attention | Convolution:
                 head_size=int(rng.choice(HEAD_SIZES)),
                 causal=bool(rng.random() < 0.5),
                 projection=bool(rng.random() < 0.5),
+                training=bool(rng.random() < 1 / 3),
             )
             if attention.largest() <= MAX_ELEMENTS:
                 return attention
@@ -287,6 +290,41 @@ def _convolution_numpy(x: np.ndarray, w: np.ndarray, block: Convolution) -> np.n
     return out
 
 
+def _max_pool(xp: Any, y: Any) -> Any:
+    """ResNet's stem pool: 3x3 windows, stride 2, SAME (padded with -inf)."""
+    pads = [(0, 0)] + [_same_padding(size, 3, 2) for size in y.shape[1:3]] + [(0, 0)]
+    if xp is not np:
+        return jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), pads)
+    padded = np.pad(y, pads, constant_values=-np.inf)
+    out_h, out_w = (-(-size // 2) for size in y.shape[1:3])
+    return np.max(
+        [
+            padded[:, i : i + 2 * out_h - 1 : 2, j : j + 2 * out_w - 1 : 2]
+            for i in range(3)
+            for j in range(3)
+        ],
+        axis=0,
+    )
+
+
+def _average_pool(xp: Any, y: Any) -> Any:
+    """2x2 windows, stride 2, VALID: a trailing odd row or column is dropped."""
+    n, h, w, c = y.shape
+    if h < 2 or w < 2:
+        return y
+    if xp is not np:
+        total = jax.lax.reduce_window(y, 0.0, jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        return total / 4
+    cropped = y[:, : h // 2 * 2, : w // 2 * 2]
+    return cropped.reshape(n, h // 2, 2, w // 2, 2, c).mean(axis=(2, 4))
+
+
+def _same_padding(size: int, window: int, stride: int) -> tuple[int, int]:
+    out = -(-size // stride)
+    total = max((out - 1) * stride + window - size, 0)
+    return total // 2, total - total // 2
+
+
 def convolution_function(block: Convolution, xp: Any) -> Callable[..., Any]:
     def fn(x: Any, w: Any, *rest: Any) -> Any:
         if xp is np:
@@ -307,6 +345,10 @@ def convolution_function(block: Convolution, xp: Any) -> Callable[..., Any]:
             y = y + x
         elif block.epilogue == "mean":
             y = y.mean(axis=(1, 2))
+        elif block.epilogue == "max_pool":
+            y = _max_pool(xp, y)
+        elif block.epilogue == "average_pool":
+            y = _average_pool(xp, y)
         return y
 
     return fn
@@ -365,7 +407,7 @@ def block_inputs(block: Block | Attention | Convolution, seed: int) -> list[np.n
     return inputs
 
 
-def gradient_function(block: Block) -> Callable[..., Any]:
+def gradient_function(block: Block | Attention | Convolution) -> Callable[..., Any]:
     """Every input's gradient of the block's result weighted by the cotangent (the first argument)."""
     forward = block_function(block, jnp)
 
@@ -375,7 +417,9 @@ def gradient_function(block: Block) -> Callable[..., Any]:
     return jax.grad(loss, argnums=tuple(range(1, len(block.shapes()) + 1)))
 
 
-def _float64_gradients(block: Block, inputs: list[np.ndarray]) -> list[np.ndarray]:
+def _float64_gradients(
+    block: Block | Attention | Convolution, inputs: list[np.ndarray]
+) -> list[np.ndarray]:
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
@@ -388,7 +432,7 @@ def _float64_gradients(block: Block, inputs: list[np.ndarray]) -> list[np.ndarra
 def check_block(seed: int) -> None:
     block = draw_block(seed)
     inputs = block_inputs(block, seed)
-    training = isinstance(block, Block) and block.training
+    training = block.training
     bfloat16 = isinstance(block, Block) and block.bfloat16
     if training:
         result = block_function(block, np)(*(a.astype(np.float64) for a in inputs))

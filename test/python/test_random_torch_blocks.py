@@ -120,6 +120,10 @@ class ConvolutionBlock(nn.Module):
             y = y + x
         elif self.block.epilogue == "mean":
             y = y.mean(dim=(2, 3))
+        elif self.block.epilogue == "max_pool":
+            y = nn.functional.max_pool2d(y, 3, stride=2, padding=1)
+        elif self.block.epilogue == "average_pool" and min(y.shape[2:]) >= 2:
+            y = nn.functional.avg_pool2d(y, 2, stride=2)
         return y
 
 
