@@ -5,15 +5,14 @@ function (closed-over weights would become huge constants), the pytree
 arguments are flattened in the order the export expects and only the kept ones
 are passed, and every output leaf must match ``jax.jit(fn)(*args)``. Each
 program's correctness and timings go to ``RESULTS``; the zoo's conftest prints
-them as a table and writes them to ``$SHLO_ZOO_REPORT`` when it is set.
+them as a table (gathered from every process of a ``pytest -n`` run) and
+writes them to ``$SHLO_ZOO_REPORT`` when it is set.
 """
 
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import importlib.util
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -184,23 +183,6 @@ def check(
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         result.error = f"{type(error).__name__}: {first_line}"[:120].replace("|", "/")
         raise
-    finally:
-        append_result(result)
-
-
-def append_result(result: Result) -> None:
-    """Add ``result`` as a JSON line to $SHLO_ZOO_RESULTS, when set: the table of a run whose
-    tests run in several processes (pytest -n) is made from that file."""
-    path = os.environ.get("SHLO_ZOO_RESULTS")
-    if path:
-        with open(path, "a") as out:
-            out.write(json.dumps(dataclasses.asdict(result)) + "\n")
-
-
-def table_from_results_file(path: str) -> str:
-    """The markdown table of the results append_result wrote to ``path``."""
-    with open(path) as lines:
-        return markdown_table([Result(**json.loads(line)) for line in lines if line.strip()])
 
 
 def compile_for_cuda(module: bytes, inputs: Sequence[np.ndarray], result: Result) -> None:
