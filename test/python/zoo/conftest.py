@@ -1,10 +1,9 @@
-"""The zoo's results table: printed after the run, written to $SHLO_ZOO_REPORT."""
+"""The zoo's results: each rides on its test's report, for the table test/python/conftest.py prints."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
 
 import pytest
 
@@ -21,28 +20,10 @@ _reported: set[str] = set()
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Attach each new result to its test's report, which pytest-xdist sends to the
-    controlling process: a run in several processes still prints one table."""
+    """Attach each new result to its test's report. pytest-xdist sends reports to the
+    controlling process, which loads no conftest below test/python: it prints the table."""
     report = (yield).get_result()
     for name, result in zoo_harness.RESULTS.items():
         if name not in _reported:
             _reported.add(name)
             report.user_properties.append(("zoo_result", dataclasses.asdict(result)))
-
-
-def pytest_runtest_logreport(report) -> None:
-    for key, value in report.user_properties:
-        if key == "zoo_result":
-            zoo_harness.RESULTS.setdefault(value["name"], zoo_harness.Result(**value))
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    if not zoo_harness.RESULTS:
-        return
-    table = zoo_harness.markdown_table(list(zoo_harness.RESULTS.values()))
-    terminalreporter.write_sep("=", "shlo model zoo")
-    terminalreporter.write(table)
-    report = os.environ.get("SHLO_ZOO_REPORT")
-    if report:
-        Path(report).write_text(table)
-        terminalreporter.write_line(f"zoo table written to {report}")

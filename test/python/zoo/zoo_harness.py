@@ -4,9 +4,10 @@ Every zoo test calls ``check``: parameters are arguments of the exported
 function (closed-over weights would become huge constants), the pytree
 arguments are flattened in the order the export expects and only the kept ones
 are passed, and every output leaf must match ``jax.jit(fn)(*args)``. Each
-program's correctness and timings go to ``RESULTS``; the zoo's conftest prints
-them as a table (gathered from every process of a ``pytest -n`` run) and
-writes them to ``$SHLO_ZOO_REPORT`` when it is set.
+program's correctness and timings go to ``RESULTS``, then on its test's report
+(the zoo's conftest); test/python/conftest.py prints them as a table, from
+every process of a ``pytest -n`` run, and writes them to ``$SHLO_ZOO_REPORT``
+when it is set.
 """
 
 from __future__ import annotations
