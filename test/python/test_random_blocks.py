@@ -36,12 +36,19 @@ function on numpy in float64 (the gradients with jax in float64), relative to
 each result's largest magnitude: summation order moves f32 results by about
 1e-6 of it, a lost or doubled tile by far more than 1e-4.
 
+Shape-polymorphic exports get the same blocks, f32 and forward only: the
+input's leading sizes (rows, batch and sequence, or a convolution's batch,
+height and width) symbolic, compiled once and run at the drawn sizes and at
+two others; shlo refines the program to each call's shapes.
+
 CI runs ``SHLO_BLOCK_CASES`` cases (default 24) from ``SHLO_BLOCK_FIRST``
-(default 0); a campaign runs more, e.g. SHLO_BLOCK_CASES=1000 (README).
+(default 0), and ``SHLO_SYMBOLIC_BLOCK_CASES`` (default 8) symbolic ones; a
+campaign runs more, e.g. SHLO_BLOCK_CASES=1000 (README).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -79,6 +86,7 @@ HEAD_SIZES = (8, 16, 24, 33, 64)
 
 FIRST = int(os.environ.get("SHLO_BLOCK_FIRST", "0"))
 CASES = int(os.environ.get("SHLO_BLOCK_CASES", "24"))
+SYMBOLIC_CASES = int(os.environ.get("SHLO_SYMBOLIC_BLOCK_CASES", "8"))
 
 
 @dataclass(frozen=True)
@@ -251,12 +259,14 @@ def _softmax(xp: Any, y: Any) -> Any:
 
 
 def attention_function(block: Attention, xp: Any) -> Callable[..., Any]:
-    b, s, h, d = block.batch, block.sequence, block.heads, block.head_size
-
-    def heads(t: Any) -> Any:
-        return t.reshape(b, s, h, d).transpose(0, 2, 1, 3)
+    h, d = block.heads, block.head_size
 
     def fn(x: Any, wqkv: Any, *rest: Any) -> Any:
+        b, s = x.shape[:2]  # symbolic in an export with symbolic sizes
+
+        def heads(t: Any) -> Any:
+            return t.reshape(b, s, h, d).transpose(0, 2, 1, 3)
+
         qkv = x @ wqkv
         q, k, v = (heads(qkv[..., i * h * d : (i + 1) * h * d]) for i in range(3))
         scores = (q @ k.transpose(0, 1, 3, 2)) / math.sqrt(d)
@@ -292,9 +302,9 @@ def _convolution_numpy(x: np.ndarray, w: np.ndarray, block: Convolution) -> np.n
 
 def _max_pool(xp: Any, y: Any) -> Any:
     """ResNet's stem pool: 3x3 windows, stride 2, SAME (padded with -inf)."""
-    pads = [(0, 0)] + [_same_padding(size, 3, 2) for size in y.shape[1:3]] + [(0, 0)]
     if xp is not np:
-        return jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), pads)
+        return jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+    pads = [(0, 0)] + [_same_padding(size, 3, 2) for size in y.shape[1:3]] + [(0, 0)]
     padded = np.pad(y, pads, constant_values=-np.inf)
     out_h, out_w = (-(-size // 2) for size in y.shape[1:3])
     return np.max(
@@ -334,7 +344,7 @@ def convolution_function(block: Convolution, xp: Any) -> Callable[..., Any]:
                 x,
                 w,
                 (block.stride, block.stride),
-                block.padding(),
+                "SAME" if block.same else "VALID",
                 rhs_dilation=(block.dilation, block.dilation),
                 dimension_numbers=("NHWC", "HWIO", "NHWC"),
                 feature_group_count=block.groups,
@@ -478,6 +488,75 @@ def relative_error(got: Any, want: np.ndarray) -> float:
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
 def test_random_block_matches_float64_numpy(seed: int) -> None:
     check_block(seed)
+
+
+def symbolic_block(seed: int) -> tuple[Block | Attention | Convolution, str] | None:
+    """``seed``'s block with its input's leading sizes symbolic, or None (training,
+    bf16, and the average pool, whose odd-size rule jax cannot export symbolically)."""
+    block = draw_block(seed)
+    if block.training or getattr(block, "bfloat16", False):
+        return None
+    if isinstance(block, Convolution):
+        return (block, "n, h, w, _") if block.epilogue != "average_pool" else None
+    if isinstance(block, Attention):
+        return block, "b, s, _"
+    return block, ("r, _" if block.batch is None else "b, r, _")
+
+
+def resized(block: Block | Attention | Convolution, rng: np.random.Generator) -> Any:
+    """The same block with other sizes where its input's are symbolic."""
+    if isinstance(block, Attention):
+        while True:
+            other = dataclasses.replace(
+                block, batch=int(rng.choice(BATCHES)), sequence=int(rng.choice(SEQUENCES))
+            )
+            if other.largest() <= MAX_ELEMENTS:
+                return other
+    if isinstance(block, Block):
+        while True:
+            other = dataclasses.replace(
+                block,
+                rows=int(rng.choice(ROWS)),
+                batch=None if block.batch is None else int(rng.choice(BATCHES)),
+            )
+            if max(math.prod(s) for s in other.shapes()) <= MAX_ELEMENTS:
+                return other
+    while True:
+        other = dataclasses.replace(
+            block,
+            batch=int(rng.choice((1, 2, 3))),
+            height=int(rng.choice(SPATIAL)),
+            width=int(rng.choice(SPATIAL)),
+        )
+        if min(other.output_size()) >= 1:
+            return other
+
+
+def check_symbolic_block(seed: int) -> None:
+    """Exported once with symbolic sizes, run at the drawn sizes and at two others."""
+    block, spec = symbolic_block(seed)
+    inputs = block_inputs(block, seed)
+    specs = [spec] + [None] * (len(inputs) - 1)
+    exported = jax.export.export(jax.jit(block_function(block, jnp)), platforms=["cpu"])(
+        *jax.export.symbolic_args_specs(inputs, specs)
+    )
+    compiled = shlo.compile(exported.mlir_module_serialized, isolate=False)
+    rng = np.random.default_rng(seed + 11)
+    for sized in (block, resized(block, rng), resized(block, rng)):
+        inputs = block_inputs(sized, seed)
+        want = block_function(sized, np)(*(a.astype(np.float64) for a in inputs))
+        got = compiled(*inputs)
+        assert got.shape == want.shape, sized
+        error = relative_error(got, want)
+        assert error <= TOLERANCE, f"seed {seed}: {sized}: error {error:.3g} of its largest value"
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [s for s in range(FIRST, FIRST + 4 * SYMBOLIC_CASES) if symbolic_block(s)][:SYMBOLIC_CASES],
+)
+def test_random_block_with_symbolic_sizes_matches_float64_numpy(seed: int) -> None:
+    check_symbolic_block(seed)
 
 
 def test_the_draws_cross_every_boundary() -> None:

@@ -11,16 +11,22 @@ and compares shlo with the module in float64, as the jax test does. The
 bf16 dense blocks and a fifth of the convolutions run in bf16, within 3e-2
 or twice eager PyTorch's own bf16 error, whichever is larger.
 
+Dynamic exports (``torch.export.Dim``) of the f32 blocks are compiled once
+and run at three sizes each.
+
 CI runs ``SHLO_TORCH_BLOCK_CASES`` cases (default 8) from
-``SHLO_BLOCK_FIRST``; each takes about 0.7 s.
+``SHLO_BLOCK_FIRST``, each about 0.7 s, and ``SHLO_SYMBOLIC_TORCH_BLOCK_CASES``
+(default 4) dynamic ones.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 
+import numpy as np
 import pytest
 from test_random_blocks import (
     BFLOAT16_TOLERANCE,
@@ -30,6 +36,7 @@ from test_random_blocks import (
     Convolution,
     draw_block,
     relative_error,
+    resized,
 )
 
 torch = pytest.importorskip("torch")
@@ -38,6 +45,7 @@ import shlo.torch  # noqa: E402
 
 FIRST = int(os.environ.get("SHLO_BLOCK_FIRST", "0"))
 CASES = int(os.environ.get("SHLO_TORCH_BLOCK_CASES", "8"))
+SYMBOLIC_CASES = int(os.environ.get("SHLO_SYMBOLIC_TORCH_BLOCK_CASES", "4"))
 
 
 class DenseBlock(nn.Module):
@@ -84,15 +92,13 @@ class AttentionBlock(nn.Module):
 
     def forward(self, x):
         b = self.block
-        s, h, d = b.sequence, b.heads, b.head_size
-        q, k, v = (
-            t.reshape(b.batch, s, h, d).transpose(1, 2) for t in self.qkv(x).chunk(3, dim=-1)
-        )
+        (batch, s), h, d = x.shape[:2], b.heads, b.head_size  # symbolic in a dynamic export
+        q, k, v = (t.reshape(batch, s, h, d).transpose(1, 2) for t in self.qkv(x).chunk(3, dim=-1))
         scores = q @ k.transpose(-2, -1) / math.sqrt(d)
         if b.causal:
             mask = torch.tril(torch.ones(s, s, dtype=torch.bool))
             scores = scores.masked_fill(~mask, -1e9)
-        out = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b.batch, s, h * d)
+        out = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(batch, s, h * d)
         return self.out(out) if b.projection else out
 
 
@@ -170,6 +176,76 @@ def check_torch_block(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(FIRST, FIRST + CASES))
 def test_random_torch_block_matches_float64_torch(seed: int) -> None:
     check_torch_block(seed)
+
+
+def symbolic_dimensions(seed: int) -> dict[int, str] | None:
+    """The input's dimensions a dynamic export of ``seed``'s block leaves symbolic, by name;
+    None for bf16 blocks and the average pool (whose size test torch.export cannot trace).
+
+    A convolution's height and width are symbolic only where they keep their sizes
+    (stride 1, SAME, no pool): torch.export refuses a range in which a smaller
+    size may become 1, as it specializes sizes 0 and 1."""
+    block = draw_block(seed)
+    if in_bfloat16(seed):
+        return None
+    if isinstance(block, Convolution):
+        if block.epilogue == "average_pool":
+            return None
+        keeps_size = block.stride == 1 and block.same and block.epilogue != "max_pool"
+        return {0: "n", 2: "h", 3: "w"} if keeps_size else {0: "n"}
+    if isinstance(block, Attention):
+        return {0: "batch", 1: "sequence"}
+    return {0: "rows"} if block.batch is None else {0: "batch", 1: "rows"}
+
+
+def _input_of_size(block: Block | Attention | Convolution, axes, rng) -> torch.Tensor:
+    """An input for ``block`` resized, every symbolic size at least 2 (torch.export
+    specializes sizes 0 and 1)."""
+    while True:
+        sized = resized(block, rng)
+        if isinstance(sized, Block):
+            shape = (*(() if sized.batch is None else (sized.batch,)), sized.rows, sized.inner)
+        elif isinstance(sized, Attention):
+            shape = (sized.batch, sized.sequence, sized.heads * sized.head_size)
+        else:
+            if 2 not in axes:  # only the batch is symbolic
+                sized = dataclasses.replace(sized, height=block.height, width=block.width)
+            shape = (sized.batch, sized.channels, sized.height, sized.width)
+        if all(shape[i] >= 2 for i in axes):
+            return torch.randn(
+                *shape, generator=torch.Generator().manual_seed(int(rng.integers(1 << 30)))
+            )
+
+
+def check_symbolic_torch_block(seed: int) -> None:
+    """Exported once with symbolic sizes, run at three sizes."""
+    from torch.export import Dim
+
+    module, _ = torch_block(seed)
+    module.eval()
+    dims = {axis: Dim(name, min=2, max=4096) for axis, name in symbolic_dimensions(seed).items()}
+    rng = np.random.default_rng(seed + 11)
+    xs = [_input_of_size(module.block, dims, rng) for _ in range(3)]
+    compiled = shlo.torch.compile(module, (xs[0],), dynamic_shapes=(dims,))
+    for x in xs:
+        with torch.no_grad():
+            want = copy.deepcopy(module).double()(x.double()).numpy()
+        got = compiled(x).double().numpy()
+        assert got.shape == want.shape, (module.block, x.shape)
+        error = relative_error(got, want)
+        assert error <= TOLERANCE, (
+            f"seed {seed}: {module.block} at {tuple(x.shape)}: error {error:.3g}"
+        )
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [s for s in range(FIRST, FIRST + 4 * SYMBOLIC_CASES) if symbolic_dimensions(s)][
+        :SYMBOLIC_CASES
+    ],
+)
+def test_random_torch_block_with_symbolic_sizes_matches_float64_torch(seed: int) -> None:
+    check_symbolic_torch_block(seed)
 
 
 def test_the_torch_sample_has_every_kind_of_block() -> None:
