@@ -479,9 +479,10 @@ def check_block(seed: int) -> None:
         )
 
 
-def relative_error(got: Any, want: np.ndarray) -> float:
-    """The largest difference from ``want``, relative to ``want``'s largest magnitude."""
-    scale = max(float(np.max(np.abs(want), initial=0.0)), 1e-30)
+def relative_error(got: Any, want: np.ndarray, least_scale: float = 1e-30) -> float:
+    """The largest difference from ``want``, relative to ``want``'s largest magnitude
+    (or ``least_scale``, if that is larger)."""
+    scale = max(float(np.max(np.abs(want), initial=0.0)), least_scale)
     return float(np.max(np.abs(np.asarray(got, np.float64) - want), initial=0.0)) / scale
 
 

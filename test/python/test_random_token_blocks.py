@@ -285,7 +285,12 @@ def check_token_block(seed: int) -> None:
     assert len(gots) == len(wants), block
     for index, (got, want) in enumerate(zip(gots, wants)):
         assert got.shape == want.shape, block
-        error = relative_error(got, want)
+        # A token's loss is its log-sum-exp less its logit, values of order 1 whose
+        # difference may be near 0 (seed 1218: 1.7e-8 in float64, 0 in f32), and so
+        # may its gradients be, when one logit of few dominates (seed 2520: 8e-5, off
+        # by 0.18% in jax.jit and shlo alike). They are measured against 1.
+        least = 1.0 if block.kind == "language_model" else 1e-30
+        error = relative_error(got, want, least)
         assert error <= TOLERANCE, (
             f"seed {seed}: {block}: result {index}: error {error:.3g} of its largest value"
         )

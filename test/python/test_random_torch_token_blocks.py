@@ -145,7 +145,8 @@ def check_torch_token_block(seed: int) -> None:
     got = shlo.torch.compile(module, inputs)(*inputs).double().numpy()
     block = draw_token_block(seed)
     assert got.shape == want.shape, block
-    error = relative_error(got, want)
+    # Token losses may be near 0 from values of order 1 (test_random_token_blocks.py).
+    error = relative_error(got, want, 1.0 if block.kind == "language_model" else 1e-30)
     assert error <= TOLERANCE, f"seed {seed}: {block}: error {error:.3g} of the largest"
 
 
