@@ -44,8 +44,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import shlo
-from test_random_blocks import TOLERANCE, relative_error
+from test_random_blocks import (
+    TOLERANCE,
+    cotangent_gradients,
+    float64_results,
+    relative_error,
+    run_exported,
+)
 
 FIRST = int(os.environ.get("SHLO_BLOCK_FIRST", "0"))
 CASES = int(os.environ.get("SHLO_TOKEN_BLOCK_CASES", "12"))
@@ -244,27 +249,6 @@ def token_block_function(block: TokenBlock, xp: Any) -> Callable[..., Any]:
     return _top_k(block, xp)
 
 
-def _gradient_function(block: TokenBlock) -> Callable[..., Any]:
-    """Each float input's gradient of the result weighted by the cotangent (the first argument)."""
-    forward = token_block_function(block, jnp)
-    floats = len(block.float_shapes())
-
-    def loss(cotangent: Any, *inputs: Any) -> Any:
-        return jnp.sum(forward(*inputs) * cotangent)
-
-    return jax.grad(loss, argnums=tuple(range(1, floats + 1)))
-
-
-def _float64_gradients(block: TokenBlock, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        wide = [jnp.asarray(a, jnp.float64) if a.dtype == np.float32 else a for a in inputs]
-        return [np.asarray(g) for g in jax.jit(_gradient_function(block))(*wide)]
-    finally:
-        jax.config.update("jax_enable_x64", previous)
-
-
 def check_token_block(seed: int) -> None:
     block = draw_token_block(seed)
     inputs = token_block_inputs(block, seed)
@@ -273,15 +257,14 @@ def check_token_block(seed: int) -> None:
         result = token_block_function(block, np)(*wide)
         cotangent = np.random.default_rng(seed + 7).standard_normal(np.shape(result))
         inputs = [cotangent.astype(np.float32), *inputs]
-        function = _gradient_function(block)
-        wants = _float64_gradients(block, inputs)
+        # The gradients of the float inputs (the first ones); the indices have none.
+        forward = token_block_function(block, jnp)
+        function = cotangent_gradients(forward, len(block.float_shapes()))
+        wants = float64_results(function, inputs)
     else:
         function = token_block_function(block, jnp)
         wants = [token_block_function(block, np)(*wide)]
-    exported = jax.export.export(jax.jit(function), platforms=["cpu"])(*inputs)
-    kept = [inputs[i] for i in sorted(exported.module_kept_var_idx)]
-    gots = shlo.compile(exported.mlir_module_serialized, isolate=False)(*kept)
-    gots = list(gots) if isinstance(gots, (list, tuple)) else [gots]
+    gots = run_exported(function, inputs)
     assert len(gots) == len(wants), block
     for index, (got, want) in enumerate(zip(gots, wants)):
         assert got.shape == want.shape, block

@@ -133,18 +133,26 @@ class ConvolutionBlock(nn.Module):
         return y
 
 
+def input_shape(block: Block | Attention | Convolution) -> tuple[int, ...]:
+    """The shape of the block's input in PyTorch (NCHW for a convolution)."""
+    if isinstance(block, Block):
+        return (*(() if block.batch is None else (block.batch,)), block.rows, block.inner)
+    if isinstance(block, Attention):
+        return (block.batch, block.sequence, block.heads * block.head_size)
+    return (block.batch, block.channels, block.height, block.width)
+
+
 def torch_block(seed: int):
     """The module of ``seed``'s block and its input, both seeded."""
     block = draw_block(seed)
     torch.manual_seed(seed)
     if isinstance(block, Block):
-        lead = () if block.batch is None else (block.batch,)
-        return DenseBlock(block), torch.randn(*lead, block.rows, block.inner)
-    if isinstance(block, Attention):
-        width = block.heads * block.head_size
-        return AttentionBlock(block), torch.randn(block.batch, block.sequence, width)
-    shape = (block.batch, block.channels, block.height, block.width)
-    return ConvolutionBlock(block), torch.randn(*shape)
+        module = DenseBlock(block)
+    elif isinstance(block, Attention):
+        module = AttentionBlock(block)
+    else:
+        module = ConvolutionBlock(block)
+    return module, torch.randn(*input_shape(block))
 
 
 def in_bfloat16(seed: int) -> bool:
@@ -203,14 +211,9 @@ def _input_of_size(block: Block | Attention | Convolution, axes, rng) -> torch.T
     specializes sizes 0 and 1)."""
     while True:
         sized = resized(block, rng)
-        if isinstance(sized, Block):
-            shape = (*(() if sized.batch is None else (sized.batch,)), sized.rows, sized.inner)
-        elif isinstance(sized, Attention):
-            shape = (sized.batch, sized.sequence, sized.heads * sized.head_size)
-        else:
-            if 2 not in axes:  # only the batch is symbolic
-                sized = dataclasses.replace(sized, height=block.height, width=block.width)
-            shape = (sized.batch, sized.channels, sized.height, sized.width)
+        if isinstance(sized, Convolution) and 2 not in axes:  # only the batch is symbolic
+            sized = dataclasses.replace(sized, height=block.height, width=block.width)
+        shape = input_shape(sized)
         if all(shape[i] >= 2 for i in axes):
             return torch.randn(
                 *shape, generator=torch.Generator().manual_seed(int(rng.integers(1 << 30)))

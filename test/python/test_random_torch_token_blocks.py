@@ -112,9 +112,8 @@ MODULES = {
 }
 
 
-def torch_token_block(seed: int) -> tuple[nn.Module, tuple]:
+def torch_token_block(block: TokenBlock, seed: int) -> tuple[nn.Module, tuple]:
     """The module of ``seed``'s token block and its inputs, both seeded."""
-    block = draw_token_block(seed)
     torch.manual_seed(seed)
     module = MODULES[block.kind](block)
     shape = (block.batch, block.sequence)
@@ -137,13 +136,13 @@ def torch_token_block(seed: int) -> tuple[nn.Module, tuple]:
 
 
 def check_torch_token_block(seed: int) -> None:
-    module, inputs = torch_token_block(seed)
+    block = draw_token_block(seed)
+    module, inputs = torch_token_block(block, seed)
     module.eval()
     wide = [x.double() if x.is_floating_point() else x for x in inputs]
     with torch.no_grad():
         want = copy.deepcopy(module).double()(*wide).numpy()
     got = shlo.torch.compile(module, inputs)(*inputs).double().numpy()
-    block = draw_token_block(seed)
     assert got.shape == want.shape, block
     # Token losses may be near 0 from values of order 1 (test_random_token_blocks.py).
     error = relative_error(got, want, 1.0 if block.kind == "language_model" else 1e-30)
