@@ -1,7 +1,8 @@
-"""shlo.torch.compile against PyTorch eager, on five small models, static and shape-polymorphic.
+"""shlo.torch.compile against PyTorch eager, on seven small models, static and shape-polymorphic.
 
 The models are the kinds the issue names: an MLP, a CNN with BatchNorm (eval),
-a TransformerEncoderLayer with embeddings, a GRU and a ResNet-style block.
+a TransformerEncoderLayer with embeddings, a GRU, an LSTM, an Elman RNN and
+a ResNet-style block.
 Their weights reach shlo as torch-mlir's dense_resource blobs, and the
 dynamic exports compute shapes in the shape, tensor and arith dialects.
 """
@@ -78,6 +79,25 @@ class GRU(nn.Module):
         return self.out(sequence[:, -1]), state
 
 
+class LSTM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(16, 24, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        sequence, (hidden, cell) = self.lstm(x)
+        return sequence, hidden, cell
+
+
+class ElmanRNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.RNN(16, 24, batch_first=True, nonlinearity="relu")
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
 class ResidualBlock(nn.Module):
     def __init__(self, channels: int = 16) -> None:
         super().__init__()
@@ -111,6 +131,8 @@ MODELS = {
     "cnn": (CNN, lambda b, _: torch.randn(b, 3, 16, 16), None, {0: "batch"}),
     "encoder": (Encoder, token_ids, 12, {0: "batch", 1: "seq"}),
     "gru": (GRU, lambda b, _: torch.randn(b, 7, 16), None, {0: "batch"}),
+    "lstm": (LSTM, lambda b, _: torch.randn(b, 6, 16), None, {0: "batch"}),
+    "rnn": (ElmanRNN, lambda b, _: torch.randn(b, 5, 16), None, {0: "batch"}),
     "resblock": (ResidualBlock, lambda b, _: torch.randn(b, 16, 8, 8), None, {0: "batch"}),
 }
 
@@ -274,6 +296,43 @@ class TwoMasks(nn.Module):
 
     def forward(self, x):
         return torch.where(self.causal, x, -1.0) + torch.where(self.near, x, 0.0)
+
+
+class Cumsums(nn.Module):
+    """Cumulative sums along every axis of a [batch, seq, 5] input, and RoBERTa's position
+    ids: a cumsum of the int mask, times the mask, plus the padding id."""
+
+    def forward(self, x, mask):
+        positions = torch.cumsum(mask, dim=1).type_as(mask) * mask + 1
+        along = (torch.cumsum(x, dim=0), torch.cumsum(x, dim=1), torch.cumsum(x, dim=-1))
+        return (
+            positions,
+            *along,
+            torch.cumsum(mask > 0, dim=-1),
+            torch.cumsum(x, 1, dtype=torch.float64),
+        )
+
+
+def test_cumsum_along_symbolic_and_static_dimensions() -> None:
+    """torch-mlir converts a cumsum along a dimension of symbolic size to nothing
+    (``shlo.torch._cumsum_over_symbolic_size``); along the static one it stays a scan."""
+    model = Cumsums()
+    batch, seq = Dim("batch", min=1, max=16), Dim("seq", min=2, max=64)
+
+    def inputs(b: int, s: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = torch.Generator().manual_seed(b * 100 + s)
+        mask = (torch.rand(b, s, generator=generator) > 0.3).to(torch.int32)
+        return torch.randn(b, s, 5, generator=generator), mask
+
+    compiled = shlo.torch.compile(
+        model, inputs(2, 7), dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq})
+    )
+    for b, s in [(1, 3), (3, 7), (4, 50)]:
+        args = inputs(b, s)
+        got, want = compiled(*args), model(*args)
+        assert [g.dtype for g in got] == [w.dtype for w in want]
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
 
 
 def test_bool_constants_stay_distinct_when_python_reuses_an_id(monkeypatch) -> None:
