@@ -100,6 +100,10 @@ class RemoveDynamismPass(PassPipeline):
             "stablehlo-refine-shapes",
             # dynamic_* ops with constant shape operands become their static forms.
             "func.func(stablehlo-canonicalize-dynamism)",
+            # Sizes that refine-shapes does not fold: torch's arange length,
+            # ceil((end - start) / step), is computed in f64 (F.unfold, strided
+            # aranges); folded here, the second round below makes them static.
+            "shlo-simplify",
             # JAX's cumulative ops use a custom call that refine-shapes leaves
             # dynamic; once static, shapes are propagated from it once more.
             "shlo-canonicalize-dynamic-reduce-window",

@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from shlo import progress
-from shlo._mlir_compat import ir, torch_decompositions, torch_fx_import
+from shlo._mlir_compat import ir, torch_fx_import
 from shlo.diagnostics import ShloError
 
 # torch-mlir's pipelines as its fx.export_and_import runs them for
@@ -76,38 +76,12 @@ def export(
         )
         program = torch.export.export(module, args, kwargs or {}, dynamic_shapes=dynamic_shapes)
         _reshape_instead_of_view(program)
-    table = {**torch_decompositions(), torch.ops.aten.cumsum.default: _cumsum_over_symbolic_size}
-    decomposed = program.run_decompositions(table)
+    from shlo.torch_decompositions import decomposition_table
+
+    decomposed = program.run_decompositions(decomposition_table())
     _clamp_slice_scatter_ends(decomposed)
-    _contiguous_empty_strided_as_empty(decomposed)
+    _contiguous_strides_as_defaults(decomposed)
     return decomposed
-
-
-def _cumsum_over_symbolic_size(x: Any, dim: int, dtype: Any = None) -> Any:
-    """``aten.cumsum`` along a dimension of symbolic size, as a masked sum of every prefix.
-
-    torch-mlir 20261001 converts a cumsum to a ``reduce_window`` whose window
-    is the dimension's size, so it cannot convert one of symbolic size
-    (RoBERTa's and OPT's position ids, counted from the attention mask, with a
-    dynamic sequence length). Output i sums the inputs j <= i: n^2 additions
-    where a scan does n, for the sizes of one call only. Along a static
-    dimension ``NotImplemented`` keeps the cumsum, which shlo compiles as a
-    scan (shlo-lower-reduce-window-scan).
-    """
-    import torch
-
-    size = x.shape[dim]
-    if not isinstance(size, torch.SymInt):
-        return NotImplemented
-    if dtype is None and not (x.is_floating_point() or x.is_complex()):
-        dtype = torch.int64  # as torch.cumsum promotes integers and booleans
-    if dtype is not None:
-        x = x.to(dtype)
-    index = torch.arange(size, device=x.device)
-    in_prefix = index.unsqueeze(1) >= index.unsqueeze(0)  # [output i, input j]: j <= i
-    rows = x.movedim(dim, -1).unsqueeze(-2)  # [..., 1, input j]
-    sums = torch.where(in_prefix, rows, x.new_zeros(())).sum(-1)
-    return sums.movedim(-1, dim)
 
 
 def _reshape_instead_of_view(program: Any) -> None:
@@ -156,40 +130,63 @@ def _clamp_slice_scatter_ends(program: Any) -> None:
         program.graph_module.recompile()
 
 
-def _contiguous_empty_strided_as_empty(program: Any) -> None:
-    """Make each ``aten.empty_strided`` whose strides are its sizes' contiguous ones
-    ``aten.empty``, in place.
+def _contiguous_strides_as_defaults(program: Any) -> None:
+    """Drop strides that are the contiguous ones from the graph, in place.
 
-    ``nn.GRU``'s decomposition makes its output with ``empty_strided`` and
-    strides computed from the sizes. With a symbolic batch torch-mlir cannot
-    see that they are the default ones, emits a runtime assertion ("not all
-    strides are default"), and its conversion to StableHLO cannot lower that
-    (torch-mlir 20261001). Strides proven contiguous for every size are
-    ``empty``'s own; any other stays as it is.
+    torch-mlir 20261001 takes explicit strides only when it can see that
+    they are the default ones, which it cannot for symbolic sizes:
+    - ``nn.GRU``, ``nn.LSTM`` and ``nn.RNN`` decompose to ``empty_strided``
+      with strides computed from the sizes; torch-mlir emits a runtime
+      assertion ("not all strides are default") that its conversion to
+      StableHLO cannot lower;
+    - ``nn.GroupNorm`` decomposes to ``as_strided`` views of its [batch, 8]
+      scales; the importer refuses symbolic sizes there.
+    An ``empty_strided`` whose strides torch's symbolic shapes prove
+    contiguous for every size becomes ``empty``; an ``as_strided`` at offset
+    0 that reads a contiguous tensor's elements in order, with as many
+    elements, becomes ``reshape``. Anything else stays as it is.
     """
+    import math
+
     import torch
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     def value(item: Any) -> Any:
         return item.meta.get("val") if isinstance(item, torch.fx.Node) else item
 
-    empty_strided = torch.ops.aten.empty_strided.default
+    def contiguous(sizes: Sequence[Any], strides: Sequence[Any]) -> bool:
+        expected = 1
+        for size, stride in reversed(list(zip(sizes, strides, strict=True))):
+            if size is None or stride is None or not statically_known_true(stride == expected):
+                return False
+            expected = expected * size
+        return True
+
+    aten = torch.ops.aten
     changed = False
     for node in program.graph_module.graph.nodes:
-        if node.target is not empty_strided or len(node.args) != 2:
-            continue
-        sizes, strides = node.args
-        contiguous, expected = True, 1
-        for size, stride in reversed(list(zip(sizes, strides, strict=True))):
-            size, stride = value(size), value(stride)
-            if size is None or stride is None or not statically_known_true(stride == expected):
-                contiguous = False
-                break
-            expected = expected * size
-        if contiguous:
-            node.target = torch.ops.aten.empty.memory_format
-            node.args = (sizes,)
-            changed = True
+        if node.target is aten.empty_strided.default and len(node.args) == 2:
+            sizes, strides = node.args
+            if contiguous([value(s) for s in sizes], [value(s) for s in strides]):
+                node.target = aten.empty.memory_format
+                node.args = (sizes,)
+                changed = True
+        elif node.target is aten.as_strided.default and 3 <= len(node.args) <= 4:
+            source, sizes, strides = node.args[:3]
+            offset = node.args[3] if len(node.args) == 4 else node.kwargs.get("storage_offset")
+            tensor = value(source)
+            size_values = [value(s) for s in sizes]
+            if (
+                tensor is not None
+                and offset in (None, 0)
+                and contiguous(list(tensor.shape), list(tensor.stride()))
+                and contiguous(size_values, [value(s) for s in strides])
+                and statically_known_true(math.prod(size_values) == tensor.numel())
+            ):
+                node.target = aten.reshape.default
+                node.args = (source, sizes)
+                node.kwargs = {}
+                changed = True
     if changed:
         program.graph_module.recompile()
 

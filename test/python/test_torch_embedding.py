@@ -315,7 +315,7 @@ class Cumsums(nn.Module):
 
 def test_cumsum_along_symbolic_and_static_dimensions() -> None:
     """torch-mlir converts a cumsum along a dimension of symbolic size to nothing
-    (``shlo.torch._cumsum_over_symbolic_size``); along the static one it stays a scan."""
+    (``shlo.torch_decompositions.cumsum``); along the static one it stays a scan."""
     model = Cumsums()
     batch, seq = Dim("batch", min=1, max=16), Dim("seq", min=2, max=64)
 
@@ -333,6 +333,79 @@ def test_cumsum_along_symbolic_and_static_dimensions() -> None:
         assert [g.dtype for g in got] == [w.dtype for w in want]
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+class Function(nn.Module):
+    def __init__(self, function, *modules: nn.Module) -> None:
+        super().__init__()
+        self.function = function
+        self.layers = nn.ModuleList(modules)
+
+    def forward(self, *args):
+        return self.function(self, *args)
+
+
+# name -> (module, input of (batch, size), dimensions that are dynamic, whether
+# a dynamic export is expected to compile). Each is an op torch-mlir 20261001
+# converts only with static sizes, or not at all (shlo.torch_decompositions;
+# shlo.torch._contiguous_strides_as_defaults; arange's float size in
+# shlo-remove-dynamism).
+GAPS = {
+    # F.unfold indexes with torch.arange(0, h - 1, 2), whose length is computed in f64.
+    "unfold": (
+        Function(lambda _, x: nn.functional.unfold(x, 2, stride=2)),
+        lambda b, n: torch.randn(b, 3, 2 * n, 2 * n),
+        {0: "batch", 2: "double", 3: "double"},
+    ),
+    "cumprod": (
+        Function(lambda _, x: (torch.cumprod(x, 1), torch.cumprod(x > 0, -1))),
+        lambda b, n: torch.rand(b, n) + 0.5,
+        {0: "batch", 1: "size"},
+    ),
+    "logcumsumexp": (
+        Function(lambda _, x: torch.logcumsumexp(50 * x, 1)),
+        lambda b, n: torch.randn(b, n),
+        {0: "batch", 1: "size"},
+    ),
+    "var_std": (
+        Function(lambda _, x: (x.std(-1), x.var(0, correction=0), x.var(), x.var(1, keepdim=True))),
+        lambda b, n: torch.randn(b, n) * 3 + 1,
+        {0: "batch", 1: "size"},
+    ),
+    "group_norm": (
+        Function(lambda self, x: self.layers[0](x), nn.GroupNorm(2, 8)),
+        lambda b, n: torch.randn(b, 8, n),
+        {0: "batch", 2: "size"},
+    ),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("name", GAPS)
+def test_ops_torch_mlir_converts_only_with_static_sizes(name: str, dynamic: bool) -> None:
+    module, make_input, dims = GAPS[name]
+    module = module.eval()
+    limits = {"batch": Dim("batch", min=1, max=16), "size": Dim("size", min=2, max=64)}
+    limits["double"] = 2 * Dim("half", min=1, max=16)
+    shapes = {axis: limits[label] for axis, label in dims.items()}
+    compiled = shlo.torch.compile(
+        module, (make_input(2, 5),), dynamic_shapes=((shapes,),) if dynamic else None
+    )
+    for b, n in [(2, 5), (3, 9)] if dynamic else [(2, 5)]:
+        x = make_input(b, n)
+        want, got = module(x), compiled(x)
+        wants = want if isinstance(want, tuple) else (want,)
+        gots = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(gots, wants, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_upsample_nearest_by_a_scale_factor() -> None:
+    """torch-mlir converts upsample_nearest with output sizes, not scale factors."""
+    module = Function(lambda _, x: nn.functional.interpolate(x, scale_factor=2, mode="nearest"))
+    x = torch.randn(2, 3, 5, 7)
+    torch.testing.assert_close(shlo.torch.compile(module, (x,))(x), module(x))
 
 
 def test_bool_constants_stay_distinct_when_python_reuses_an_id(monkeypatch) -> None:
