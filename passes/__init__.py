@@ -58,6 +58,7 @@ _PASS_CLASSES = {
     "shlo-lower-fft": "decompose.lower_fft:LowerFftPass",
     "shlo-lower-reduce-window-scan": "decompose.lower_reduce_window_scan:LowerReduceWindowScanPass",
     "shlo-lower-reverse": "cpu.lower_reverse:LowerReversePass",
+    "shlo-torch-sort-to-stablehlo": "frontend.torch_sort_to_stablehlo:TorchSortToStablehloPass",
     "shlo-lower-rng": "decompose.lower_rng:LowerRngPass",
     "shlo-lower-scatter": "decompose.lower_scatter:LowerScatterPass",
     "shlo-lower-scalar-transfers": "cpu.lower_scalar_transfers:LowerScalarTransfersPass",

@@ -86,6 +86,14 @@ def var(
     return squares.sum(dims, keepdim=keepdim) / (count - (1 if correction is None else correction))
 
 
+def sort_stable(
+    x: torch.Tensor, *, stable: bool | None = None, dim: int = -1, descending: bool = False
+) -> Any:
+    """torch.sort(stable=True): torch-mlir has no conversion of ``aten.sort.stable``.
+    A plain sort, which shlo-torch-sort-to-stablehlo converts to a stable one."""
+    return aten.sort.default(x, dim, descending)
+
+
 def decomposition_table() -> dict[Any, Callable[..., Any]]:
     """torch-mlir's decomposition table with shlo's additions."""
     from torch._decomp import decomposition_table as torch_table
@@ -97,6 +105,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
             aten.cumprod.default: cumprod,
             aten.logcumsumexp.default: logcumsumexp,
             aten.var.correction: var,
+            aten.sort.stable: sort_stable,
         }
     )
     # torch-mlir converts upsample_nearest with output sizes only, not with

@@ -348,8 +348,8 @@ class Function(nn.Module):
 # name -> (module, input of (batch, size), dimensions that are dynamic, whether
 # a dynamic export is expected to compile). Each is an op torch-mlir 20261001
 # converts only with static sizes, or not at all (shlo.torch_decompositions;
-# shlo.torch._contiguous_strides_as_defaults; arange's float size in
-# shlo-remove-dynamism).
+# shlo.torch._contiguous_strides_as_defaults; shlo-torch-sort-to-stablehlo;
+# arange's float size in shlo-remove-dynamism).
 GAPS = {
     # F.unfold indexes with torch.arange(0, h - 1, 2), whose length is computed in f64.
     "unfold": (
@@ -372,6 +372,20 @@ GAPS = {
         lambda b, n: torch.randn(b, n) * 3 + 1,
         {0: "batch", 1: "size"},
     ),
+    # torch-mlir's conversion makes their indices with an iota of dynamic shape
+    # (shlo-torch-sort-to-stablehlo). The int sort has ties: stable order.
+    "sort_topk": (
+        Function(
+            lambda _, x: (
+                *torch.sort(x, dim=-1, descending=True),
+                *torch.sort((x * 3).int(), dim=0, stable=True),
+                *torch.topk(x, 3, dim=-1),
+                *torch.topk(x, 2, dim=0, largest=False),
+            )
+        ),
+        lambda b, n: torch.randn(b, n),
+        {0: "batch", 1: "size"},
+    ),
     "group_norm": (
         Function(lambda self, x: self.layers[0](x), nn.GroupNorm(2, 8)),
         lambda b, n: torch.randn(b, 8, n),
@@ -385,7 +399,7 @@ GAPS = {
 def test_ops_torch_mlir_converts_only_with_static_sizes(name: str, dynamic: bool) -> None:
     module, make_input, dims = GAPS[name]
     module = module.eval()
-    limits = {"batch": Dim("batch", min=1, max=16), "size": Dim("size", min=2, max=64)}
+    limits = {"batch": Dim("batch", min=2, max=16), "size": Dim("size", min=3, max=64)}
     limits["double"] = 2 * Dim("half", min=1, max=16)
     shapes = {axis: limits[label] for axis, label in dims.items()}
     compiled = shlo.torch.compile(
