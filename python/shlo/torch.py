@@ -83,6 +83,7 @@ def export(
     decomposed = program.run_decompositions(decomposition_table())
     _clamp_slice_scatter_ends(decomposed)
     _contiguous_strides_as_defaults(decomposed)
+    _float_scalars_for_float_tensors(decomposed)
     return decomposed
 
 
@@ -191,6 +192,56 @@ def _contiguous_strides_as_defaults(program: Any) -> None:
                 changed = True
     if changed:
         program.graph_module.recompile()
+
+
+def _float_scalars_for_float_tensors(program: Any) -> None:
+    """Make each integer ``Scalar`` argument of an op on floating-point tensors a float,
+    in place.
+
+    torch-mlir 20261001's folders misread an integer scalar combined with a
+    floating-point splat tensor (``torch.full_like``, ``zeros``, ``ones``): a
+    negative one as unsigned (``full_like(x, 0.5) + -3`` gave 1.8e19), and
+    comparisons with it folded to the wrong constant (``full_like(x, 0.5) > 0``
+    was false, so ``torch.where`` picked the other side). These are silent
+    wrong answers. With a floating-point tensor, torch converts the integer
+    to the tensor's type in any case, so a float argument means the same;
+    exponents stay integers (``x ** 2`` is not ``x ** 2.0`` to every lowering).
+    """
+    import torch
+
+    changed = False
+    for node in program.graph_module.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or schema.name.startswith("aten::pow"):
+            continue
+        values = [a.meta.get("val") for a in node.all_input_nodes]
+        if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in values):
+            continue
+        # Scalars, and numbers where a tensor goes (add.Tensor(x, -3) after decomposition).
+        scalar_positions = {
+            index: argument.name
+            for index, argument in enumerate(schema.arguments)
+            if str(argument.type) in ("number", "Optional[number]", "Tensor")
+        }
+        args = list(node.args)
+        kwargs = dict(node.kwargs)
+        floats = 0
+        for index, name in scalar_positions.items():
+            if index < len(args) and _is_integer(args[index]):
+                args[index] = float(args[index])
+                floats += 1
+            elif name in kwargs and _is_integer(kwargs[name]):
+                kwargs[name] = float(kwargs[name])
+                floats += 1
+        if floats:  # -3.0 == -3: compare counts, not the lists
+            node.args, node.kwargs = tuple(args), kwargs
+            changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class _WithEveryBuffer:

@@ -86,6 +86,34 @@ def var(
     return squares.sum(dims, keepdim=keepdim) / (count - (1 if correction is None else correction))
 
 
+def remainder(x: Any, y: Any) -> Any:
+    """Python's modulo, with the divisor's sign. torch-mlir converts it to
+    ``stablehlo.remainder``, which has the dividend's sign (C's fmod): -7 % 3
+    gave -1 instead of 2, a silent wrong answer for mixed signs, ints and
+    floats alike. This is how torch computes it: fmod, then the divisor added
+    where the signs differ."""
+    if not isinstance(y, torch.Tensor):  # fmod by a number has no conversion either
+        y = torch.full_like(x, y, dtype=torch.result_type(x, y))
+    result = torch.fmod(x, y)
+    differs = (result != 0) & ((result < 0) != (y < 0))
+    return torch.where(differs, result + y, result)
+
+
+def remainder_of_number(x: Any, y: torch.Tensor) -> Any:
+    """``number % tensor``: torch-mlir has no conversion of ``remainder.Scalar_Tensor``."""
+    return remainder(torch.full_like(y, x, dtype=torch.result_type(x, y)), y)
+
+
+def shift_left(x: torch.Tensor, y: Any) -> Any:
+    """``x << n`` by a number: torch-mlir has no conversion of ``__lshift__.Scalar``."""
+    return aten.bitwise_left_shift.Tensor(x, torch.full_like(x, y))
+
+
+def shift_right(x: torch.Tensor, y: Any) -> Any:
+    """``x >> n`` by a number: torch-mlir has no conversion of ``__rshift__.Scalar``."""
+    return aten.bitwise_right_shift.Tensor(x, torch.full_like(x, y))
+
+
 def sort_stable(
     x: torch.Tensor, *, stable: bool | None = None, dim: int = -1, descending: bool = False
 ) -> Any:
@@ -106,6 +134,11 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
             aten.logcumsumexp.default: logcumsumexp,
             aten.var.correction: var,
             aten.sort.stable: sort_stable,
+            aten.remainder.Tensor: remainder,
+            aten.remainder.Scalar: remainder,
+            aten.remainder.Scalar_Tensor: remainder_of_number,
+            aten.__lshift__.Scalar: shift_left,
+            aten.__rshift__.Scalar: shift_right,
         }
     )
     # torch-mlir converts upsample_nearest with output sizes only, not with

@@ -415,6 +415,41 @@ def test_ops_torch_mlir_converts_only_with_static_sizes(name: str, dynamic: bool
             torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
 
 
+class SplatArithmetic(nn.Module):
+    """Constant-filled float tensors with integer scalars, Python's modulo with mixed
+    signs, and shifts by a number: silent wrong answers or refusals of torch-mlir
+    20261001 before shlo.torch mended them."""
+
+    def forward(self, x, y):
+        half = torch.full_like(x.float(), 0.5)
+        return (
+            half + -3,  # was 1.8e19: -3 read as unsigned
+            half * -3,
+            half - -3,
+            half > 0,  # folded to false
+            torch.where(half > 0, half, -1),
+            torch.full_like(x.float(), -2.5) > -3,
+            torch.full_like(x.float(), -0.5) <= -1,
+            torch.remainder(x, y),  # -7 % 3 was -1 (C's sign), Python's is 2
+            x % -3,
+            7 % y,
+            torch.remainder(x.float() + 0.5, y.float()),
+            torch.remainder(x.float(), -2.5),
+            x << 2,
+            x >> 1,
+        )
+
+
+def test_scalars_and_modulo_match_eager() -> None:
+    module = SplatArithmetic()
+    x = torch.tensor([[-7, 7, -7, 7, 0, -1, -6, 5]])
+    y = torch.tensor([[3, -3, -3, 3, 3, 5, 3, -2]])
+    compiled = shlo.torch.compile(module, (x, y))
+    for got, want in zip(compiled(x, y), module(x, y), strict=True):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+
+
 def test_upsample_nearest_by_a_scale_factor() -> None:
     """torch-mlir converts upsample_nearest with output sizes, not scale factors."""
     module = Function(lambda _, x: nn.functional.interpolate(x, scale_factor=2, mode="nearest"))
