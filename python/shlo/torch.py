@@ -84,6 +84,8 @@ def export(
     _clamp_slice_scatter_ends(decomposed)
     _contiguous_strides_as_defaults(decomposed)
     _float_scalars_for_float_tensors(decomposed)
+    _fold_integer_division_of_constants(decomposed)
+    _compare_in_the_promoted_type(decomposed)
     return decomposed
 
 
@@ -236,6 +238,92 @@ def _float_scalars_for_float_tensors(program: Any) -> None:
         if floats:  # -3.0 == -3: compare counts, not the lists
             node.args, node.kwargs = tuple(args), kwargs
             changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+def _fold_integer_division_of_constants(program: Any) -> None:
+    """Fold each integer ``aten.div.Tensor_mode`` of a constant-filled tensor by a number or
+    another such tensor, in place, with torch's semantics.
+
+    torch-mlir 20261001 folds these itself with unsigned arithmetic:
+    ``full_like(x, -2) // 2`` gave -2^63, ``full_like(x, 3) // -3`` gave 0, a
+    silent wrong answer. A division whose dividend is computed reaches its
+    conversion, which is right.
+    """
+    import torch
+
+    aten = torch.ops.aten
+    fills = (aten.full_like.default, aten.full.default)
+
+    def fill_value(item: Any) -> Any:
+        if _is_integer(item):
+            return item
+        if isinstance(item, torch.fx.Node) and item.target in fills and len(item.args) >= 2:
+            return item.args[1] if _is_integer(item.args[1]) else None
+        return None
+
+    graph = program.graph_module.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.target is not aten.div.Tensor_mode or len(node.args) != 2:
+            continue
+        result = node.meta.get("val")
+        dividend, divisor = node.args
+        numerator, denominator = fill_value(dividend), fill_value(divisor)
+        if (
+            result is None
+            or result.is_floating_point()
+            or not isinstance(dividend, torch.fx.Node)
+            or numerator is None
+            or not denominator  # unknown, or torch's ZeroDivisionError
+            or tuple(dividend.meta["val"].shape) != tuple(result.shape)
+            or dividend.meta["val"].dtype != result.dtype
+        ):
+            continue
+        mode = node.kwargs.get("rounding_mode")
+        quotient = torch.div(torch.tensor(numerator), torch.tensor(denominator), rounding_mode=mode)
+        with graph.inserting_before(node):
+            folded = graph.call_function(aten.full_like.default, (dividend, int(quotient)))
+        folded.meta = dict(node.meta)
+        node.replace_all_uses_with(folded)
+        graph.erase_node(node)
+        changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+def _compare_in_the_promoted_type(program: Any) -> None:
+    """Convert the integer or boolean tensor of each comparison with a float number to the
+    type torch compares them in, in place.
+
+    torch-mlir 20261001's folder crashes (SIGSEGV) on such a comparison of a
+    constant-filled tensor (``full_like(x, 2) > 2.5``). Converted first, the
+    comparison is one of floats, as torch computes it.
+    """
+    import torch
+
+    aten = torch.ops.aten
+    comparisons = {getattr(aten, name).Scalar for name in ("eq", "ne", "lt", "le", "gt", "ge")}
+    graph = program.graph_module.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.target not in comparisons or len(node.args) != 2:
+            continue
+        tensor, number = node.args
+        value = tensor.meta.get("val") if isinstance(tensor, torch.fx.Node) else None
+        if value is None or value.is_floating_point() or value.is_complex():
+            continue
+        if not isinstance(number, float):
+            continue
+        with graph.inserting_before(node):
+            converted = graph.call_function(
+                torch.ops.prims.convert_element_type.default,
+                (tensor, torch.result_type(value, number)),
+            )
+        converted.meta["val"] = value.to(torch.result_type(value, number))
+        node.args = (converted, number)
+        changed = True
     if changed:
         program.graph_module.recompile()
 

@@ -437,6 +437,12 @@ class SplatArithmetic(nn.Module):
             torch.remainder(x.float(), -2.5),
             x << 2,
             x >> 1,
+            torch.full_like(x, -2) // 2,  # was -2^63: folded with unsigned division
+            torch.full_like(x, 3) // -3,  # was 0
+            torch.div(torch.full_like(x, 7), -3, rounding_mode="trunc"),
+            torch.full_like(x, -7) // torch.full_like(x, 2),
+            torch.full_like(x, 2) > 2.5,  # crashed torch-mlir's folder
+            torch.full_like(x, 2) == 2.0,
         )
 
 
