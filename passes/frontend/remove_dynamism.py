@@ -31,7 +31,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir
+from shlo._mlir_compat import ir, passmanager
+from shlo.folding import fold_constants
 from shlo.pass_framework import Pass, PassError, PassPipeline
 
 
@@ -68,6 +69,59 @@ class RefinementTargetCheck(Pass):
         nested = any(op.operation.name == "builtin.module" for op in top_level)
         found = "only nested modules, whose functions are not refined" if nested else "none"
         raise PassError(module.location, f"{expected}, found {found}")
+
+
+# Rounds of RefineWhileFolding: each one's folds make the sizes of the next
+# static (F.pad by replicate on two dimensions of a torch export needs two).
+MAX_EXTRA_ROUNDS = 8
+
+
+def _dynamic_values(module: ir.Operation) -> int:
+    """How many op results in ``module`` have a ranked tensor type of dynamic shape."""
+    count = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        for result in op.results:
+            type_ = result.type
+            if isinstance(type_, ir.RankedTensorType) and not type_.has_static_shape:
+                count += 1
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    return count
+
+
+@dataclass(frozen=True)
+class RefineWhileFolding(Pass):
+    """Fold and refine again while that makes more values static.
+
+    refine-shapes folds integer shape arithmetic, not the floating-point
+    arithmetic torch-mlir computes some sizes with (arange's length): a size
+    that shlo-simplify folds after one round of refinement may feed another
+    that only the next round can see. A program that is already static costs
+    one walk.
+    """
+
+    argument: ClassVar[str] = "shlo-remove-dynamism"
+
+    def __str__(self) -> str:
+        return "(fold and refine again while values become static)"
+
+    def run(self, module: ir.Operation) -> None:
+        refine = (
+            "builtin.module(stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism))"
+        )
+        dynamic = _dynamic_values(module)
+        for _ in range(MAX_EXTRA_ROUNDS):
+            if not dynamic:
+                return
+            fold_constants(module)
+            passmanager.PassManager.parse(refine).run(module)
+            remaining = _dynamic_values(module)
+            if remaining >= dynamic:
+                return  # shlo-verify-static names what stays dynamic
+            dynamic = remaining
 
 
 @dataclass(frozen=True)
@@ -117,6 +171,7 @@ class RemoveDynamismPass(PassPipeline):
             # Fold the constant broadcasts and shape arithmetic refinement leaves.
             "shlo-simplify",
             "cse",
+            RefineWhileFolding(),
             # Name the first value that is still dynamic, if any.
             "shlo-verify-static",
         ]

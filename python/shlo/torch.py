@@ -83,6 +83,7 @@ def export(
     decomposed = program.run_decompositions(decomposition_table())
     _clamp_slice_scatter_ends(decomposed)
     _contiguous_strides_as_defaults(decomposed)
+    _symbolic_numbers_as_tensors(decomposed)
     _float_scalars_for_float_tensors(decomposed)
     _fold_integer_division_of_constants(decomposed)
     _compare_in_the_promoted_type(decomposed)
@@ -192,6 +193,60 @@ def _contiguous_strides_as_defaults(program: Any) -> None:
                 node.args = (source, sizes)
                 node.kwargs = {}
                 changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+def _symbolic_numbers_as_tensors(program: Any) -> None:
+    """Wrap each symbolic number that an op takes where a tensor goes in a 0-d tensor,
+    in place.
+
+    Decompositions compute with sizes (``F.pad(x, (1, 2), mode="reflect")``
+    makes ``aten.sub.Tensor(n - 1, arange)``), and torch-mlir 20261001's
+    importer passes the ``!torch.int`` as the tensor operand, a program that
+    does not verify. ``aten.scalar_tensor`` of int64 (an integer) or the
+    default float type (a float) promotes as the number did.
+    """
+    import torch
+
+    def number_type(value: Any) -> Any:
+        if isinstance(value, torch.SymBool):
+            return torch.bool
+        if isinstance(value, torch.SymInt):
+            return torch.int64
+        if isinstance(value, torch.SymFloat):
+            return torch.get_default_dtype()
+        return None
+
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    graph = program.graph_module.graph
+    # The importer reads each node's type from a fake tensor of the export's mode.
+    fake_modes = (n.meta.get("val") for n in graph.nodes)
+    fake_mode = next((v.fake_mode for v in fake_modes if isinstance(v, FakeTensor)), None)
+    changed = False
+    for node in list(graph.nodes):
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or fake_mode is None:
+            continue
+        args = list(node.args)
+        for index, argument in enumerate(schema.arguments[: len(args)]):
+            item = args[index]
+            if str(argument.type) != "Tensor" or not isinstance(item, torch.fx.Node):
+                continue
+            dtype = number_type(item.meta.get("val"))
+            if dtype is None:
+                continue
+            with graph.inserting_before(node):
+                wrapped = graph.call_function(
+                    torch.ops.aten.scalar_tensor.default, (item,), {"dtype": dtype}
+                )
+            with fake_mode:
+                wrapped.meta["val"] = torch.empty((), dtype=dtype)
+            args[index] = wrapped
+        if args != list(node.args):
+            node.args = tuple(args)
+            changed = True
     if changed:
         program.graph_module.recompile()
 
@@ -361,6 +416,14 @@ def to_stablehlo(program: Any, isolate: bool = True, timeout: float | None = Non
         imported = torch_fx_import(_WithEveryBuffer(program), "main")
     except Exception as error:  # the importer raises what it meets: NotImplementedError, ...
         raise ShloError(f"torch-mlir's FX importer cannot import the program: {error}") from None
+    try:
+        # An op the importer gets wrong makes a program that does not verify:
+        # say so here, not as the worker's failure to read it.
+        imported.operation.verify()
+    except ir.MLIRError as error:
+        raise ShloError(
+            f"torch-mlir's FX importer made a program that does not verify: {error}"
+        ) from None
     torch_module = module_to_bytecode(imported)
     if isolate:
         return shared_worker().call(

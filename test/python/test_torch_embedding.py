@@ -386,6 +386,18 @@ GAPS = {
         lambda b, n: torch.randn(b, n),
         {0: "batch", 1: "size"},
     ),
+    # reflect: a size in an op's tensor operand (importer); replicate on two
+    # dimensions: sizes that refinement needs three rounds for.
+    "pad": (
+        Function(
+            lambda _, x: (
+                nn.functional.pad(x[:, 0], (1, 2), mode="reflect"),
+                nn.functional.pad(x, (1, 2, 2, 1), mode="replicate"),
+            )
+        ),
+        lambda b, n: torch.randn(b, 3, n, n),
+        {0: "batch", 2: "size", 3: "size"},
+    ),
     "group_norm": (
         Function(lambda self, x: self.layers[0](x), nn.GroupNorm(2, 8)),
         lambda b, n: torch.randn(b, 8, n),
