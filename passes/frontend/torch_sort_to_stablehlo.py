@@ -10,9 +10,11 @@ promises it. This pass, run on the torch dialect before that conversion,
 does what the conversion does for static shapes with a
 ``stablehlo.dynamic_iota`` and a stable sort: the values and their indices
 sorted along the dimension, descending for ``descending`` or ``largest``,
-and for topk the first k of each. It converts every sort, and each topk of
-dynamic shape (a topk's ties have no order in torch either); an op whose
-dimension, direction or k is not a constant is left to torch-mlir.
+and for topk the first k of each. NaN sorts above every number, as in
+torch (torch-mlir's comparator left NaNs where they were, a silent wrong
+answer). It converts every sort, and each topk of floats or of dynamic
+shape; an op whose dimension, direction or k is not a constant is left to
+torch-mlir.
 
   %values, %indices = torch.aten.sort %x, %int1, %true
       : !torch.vtensor<[?,10],f32>, !torch.int, !torch.bool
@@ -136,20 +138,37 @@ def _sort(values: ir.Value, dimension: int, descending: bool) -> tuple[ir.Value,
     element, index = _scalar(type_.element_type), _scalar(indices_type.element_type)
     block = sort.regions[0].blocks.append(element, element, index, index)
     with ir.InsertionPoint(block):
-        direction = "GT" if descending else "LT"
-        compare = create_value(
-            "stablehlo.compare",
-            [block.arguments[0], block.arguments[1]],
-            _scalar(ir.IntegerType.get_signless(1)),
-            comparison_direction=ir.Attribute.parse(
-                f"#stablehlo<comparison_direction {direction}>"
-            ),
-            compare_type=ir.Attribute.parse(
-                f"#stablehlo<comparison_type {_comparison_type(type_.element_type)}>"
-            ),
-        )
-        ir.Operation.create("stablehlo.return", operands=[compare])
+        a, b = block.arguments[0], block.arguments[1]
+        comparison_type = _comparison_type(type_.element_type)
+        before = _compare("GT" if descending else "LT", a, b, comparison_type)
+        if comparison_type == "FLOAT":
+            # torch orders NaN above every number: last ascending, first
+            # descending (and topk's largest). A NaN compares false to
+            # anything, so without this it stays where it was.
+            a_nan, b_nan = _compare("NE", a, a, "FLOAT"), _compare("NE", b, b, "FLOAT")
+            first_nan, second_nan = (a_nan, b_nan) if descending else (b_nan, a_nan)
+            nan_first = _and(first_nan, _not(second_nan))
+            before = create_value("stablehlo.or", [before, nan_first], before.type)
+        ir.Operation.create("stablehlo.return", operands=[before])
     return sort.results[0], sort.results[1]
+
+
+def _compare(direction: str, lhs: ir.Value, rhs: ir.Value, comparison_type: str) -> ir.Value:
+    return create_value(
+        "stablehlo.compare",
+        [lhs, rhs],
+        _scalar(ir.IntegerType.get_signless(1)),
+        comparison_direction=ir.Attribute.parse(f"#stablehlo<comparison_direction {direction}>"),
+        compare_type=ir.Attribute.parse(f"#stablehlo<comparison_type {comparison_type}>"),
+    )
+
+
+def _and(lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    return create_value("stablehlo.and", [lhs, rhs], lhs.type)
+
+
+def _not(value: ir.Value) -> ir.Value:
+    return create_value("stablehlo.not", [value], value.type)
 
 
 def _first(value: ir.Value, dimension: int, count: int, result: ir.RankedTensorType) -> ir.Value:
@@ -181,7 +200,11 @@ class TorchSortToStablehloPass(Pass):
     def _convert(self, op: ir.Operation) -> None:
         builtin = _builtin_type(op.operands[0].type)
         is_topk = op.name == "torch.aten.topk"
-        if builtin is None or (is_topk and builtin.has_static_shape):
+        if builtin is None or (
+            is_topk
+            and builtin.has_static_shape
+            and not isinstance(builtin.element_type, ir.FloatType)
+        ):
             return  # torch-mlir's conversion takes it
         # sort(self, dim, descending); topk(self, k, dim, largest, sorted)
         k, dim, descending = (

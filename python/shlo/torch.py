@@ -87,6 +87,7 @@ def export(
     _float_scalars_for_float_tensors(decomposed)
     _fold_integer_division_of_constants(decomposed)
     _compare_in_the_promoted_type(decomposed)
+    _comparisons_with_itself(decomposed)
     return decomposed
 
 
@@ -378,6 +379,45 @@ def _compare_in_the_promoted_type(program: Any) -> None:
             )
         converted.meta["val"] = value.to(torch.result_type(value, number))
         node.args = (converted, number)
+        changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+def _comparisons_with_itself(program: Any) -> None:
+    """Make each comparison of a floating-point tensor with itself a NaN test, in place.
+
+    torch-mlir 20261001 folds ``x == x`` to true, which is false where x is NaN
+    (the usual NaN test), a silent wrong answer. ``x == x``, ``x <= x`` and
+    ``x >= x`` are ``~isnan(x)``; ``x != x`` is ``isnan(x)``; ``x < x`` and
+    ``x > x`` are false.
+    """
+    import torch
+
+    aten = torch.ops.aten
+    not_nan = {aten.eq.Tensor, aten.le.Tensor, aten.ge.Tensor}
+    never = {aten.lt.Tensor, aten.gt.Tensor}
+    graph = program.graph_module.graph
+    changed = False
+    for node in list(graph.nodes):
+        if node.target not in (*not_nan, *never, aten.ne.Tensor) or len(node.args) != 2:
+            continue
+        lhs, rhs = node.args
+        value = lhs.meta.get("val") if isinstance(lhs, torch.fx.Node) else None
+        if lhs is not rhs or value is None or not value.is_floating_point():
+            continue
+        with graph.inserting_before(node):
+            nan = graph.call_function(aten.isnan.default, (lhs,))
+            nan.meta = dict(node.meta)
+            if node.target in not_nan:
+                replacement = graph.call_function(aten.logical_not.default, (nan,))
+            elif node.target in never:
+                replacement = graph.call_function(aten.zeros_like.default, (nan,))
+            else:
+                replacement = nan
+            replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
         changed = True
     if changed:
         program.graph_module.recompile()

@@ -114,6 +114,117 @@ def shift_right(x: torch.Tensor, y: Any) -> Any:
     return aten.bitwise_right_shift.Tensor(x, torch.full_like(x, y))
 
 
+def _index_of_extreme(x: torch.Tensor, dim: int | None, keepdim: bool, largest: bool) -> Any:
+    """argmax or argmin of a floating-point tensor, NaN first as torch's are: torch-mlir's
+    reduction compares values with GE or LE, which NaN fails, so a row holding
+    a NaN gave some other index (a silent wrong answer)."""
+    if not x.is_floating_point():
+        return NotImplemented
+    if dim is None:
+        flat = _index_of_extreme(x.reshape(-1), 0, False, largest)
+        return flat.reshape([1] * x.dim()) if keepdim else flat
+    extreme = x.amax(dim, keepdim=True) if largest else x.amin(dim, keepdim=True)
+    # A NaN makes the extreme NaN, which equals nothing: then the NaNs are the hits.
+    hits = (x == extreme) | torch.isnan(x)
+    return torch.argmax(hits.to(torch.int32), dim, keepdim)  # the first hit
+
+
+def argmax(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    return _index_of_extreme(x, dim, keepdim, largest=True)
+
+
+def argmin(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+    return _index_of_extreme(x, dim, keepdim, largest=False)
+
+
+def floor_divide_integers(x: torch.Tensor, y: Any, *, rounding_mode: str | None = None) -> Any:
+    """Integer division rounded down. torch-mlir computes it in floating point, which
+    is wrong for integers beyond 2^53 (int64 max // 3 was off by 170): truncated
+    division, less one where the remainder is nonzero and the signs differ."""
+    if rounding_mode != "floor" or x.is_floating_point() or x.is_complex():
+        return NotImplemented
+    if not isinstance(y, torch.Tensor):
+        if isinstance(y, float):
+            return NotImplemented
+        y = torch.full_like(x, y)
+    if y.is_floating_point():
+        return NotImplemented
+    quotient = aten.div.Tensor_mode(x, y, rounding_mode="trunc")
+    remainder_ = torch.fmod(x, y)
+    inexact_negative = (remainder_ != 0) & ((remainder_ < 0) != (y < 0))
+    return quotient - inexact_negative.to(quotient.dtype)
+
+
+def shift_right_unsigned(x: torch.Tensor, y: Any) -> Any:
+    """``>>`` of unsigned integers is logical: torch-mlir's conversion shifts
+    arithmetically, so uint8 255 >> 1 gave 255 instead of 127. A floor division
+    by 2^y, and 0 for shifts of the whole width, as torch gives."""
+    if x.dtype not in (torch.uint8, torch.uint16, torch.uint32, torch.uint64):
+        return NotImplemented
+    bits = torch.iinfo(x.dtype).bits
+    # In int64: torch-mlir cannot make constants of unsigned types.
+    wide = x.to(torch.int64)
+    shift = y.to(torch.int64) if isinstance(y, torch.Tensor) else torch.full_like(wide, y)
+    in_range = shift < bits
+    power = torch.bitwise_left_shift(torch.ones_like(wide), torch.where(in_range, shift, 0))
+    quotient = torch.where(in_range, torch.div(wide, power, rounding_mode="trunc"), 0)
+    return quotient.to(x.dtype)
+
+
+def _with_number_as_tensor(op: Any) -> Callable[..., Any]:
+    """``op`` (a Tensor-Tensor overload) for its Scalar overload, which torch-mlir does not
+    convert: the number as a tensor of the first operand's shape and type."""
+
+    def decomposition(x: torch.Tensor, y: Any) -> Any:
+        return op(x, torch.full_like(x, y, dtype=torch.result_type(x, y)))
+
+    return decomposition
+
+
+# Set while an index decomposition calls the op it decomposes, which comes
+# back through the table (tracing runs on one thread).
+_wrapping_indices = False
+
+
+def _wrapped_indices(x: torch.Tensor, indices: Sequence[Any]) -> list[Any]:
+    """Each integer index tensor with its negative entries counted from the end of its
+    dimension, as torch counts them."""
+    wrapped = []
+    for dimension, index in enumerate(indices):
+        if index is not None and not index.is_floating_point() and index.dtype != torch.bool:
+            index = torch.where(index < 0, index + x.shape[dimension], index)
+        wrapped.append(index)
+    return wrapped
+
+
+def index(x: torch.Tensor, indices: Sequence[Any]) -> Any:
+    """``x[i]`` with negative indices: torch-mlir converts it to a gather, whose indices
+    are clamped, not counted from the end (x[tensor([-1])] gave x[0], a silent
+    wrong answer)."""
+    global _wrapping_indices
+    if _wrapping_indices:
+        return NotImplemented
+    _wrapping_indices = True
+    try:
+        return aten.index.Tensor(x, _wrapped_indices(x, indices))
+    finally:
+        _wrapping_indices = False
+
+
+def index_put(
+    x: torch.Tensor, indices: Sequence[Any], values: torch.Tensor, accumulate: bool = False
+) -> Any:
+    """``x[i] = v`` with negative indices, as ``index``."""
+    global _wrapping_indices
+    if _wrapping_indices:
+        return NotImplemented
+    _wrapping_indices = True
+    try:
+        return aten.index_put.default(x, _wrapped_indices(x, indices), values, accumulate)
+    finally:
+        _wrapping_indices = False
+
+
 def sort_stable(
     x: torch.Tensor, *, stable: bool | None = None, dim: int = -1, descending: bool = False
 ) -> Any:
@@ -139,6 +250,19 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
             aten.remainder.Scalar_Tensor: remainder_of_number,
             aten.__lshift__.Scalar: shift_left,
             aten.__rshift__.Scalar: shift_right,
+            aten.bitwise_right_shift.Tensor: shift_right_unsigned,
+            # x >> y and x << y by tensors: the named ops, which torch-mlir converts.
+            aten.__rshift__.Tensor: lambda x, y: aten.bitwise_right_shift.Tensor(x, y),
+            aten.__lshift__.Tensor: lambda x, y: aten.bitwise_left_shift.Tensor(x, y),
+            aten.argmax.default: argmax,
+            aten.argmin.default: argmin,
+            aten.div.Tensor_mode: floor_divide_integers,
+            aten.bitwise_and.Scalar: _with_number_as_tensor(aten.bitwise_and.Tensor),
+            aten.bitwise_or.Scalar: _with_number_as_tensor(aten.bitwise_or.Tensor),
+            aten.bitwise_xor.Scalar: _with_number_as_tensor(aten.bitwise_xor.Tensor),
+            aten.fmod.Scalar: _with_number_as_tensor(aten.fmod.Tensor),
+            aten.index.Tensor: index,
+            aten.index_put.default: index_put,
         }
     )
     # torch-mlir converts upsample_nearest with output sizes only, not with

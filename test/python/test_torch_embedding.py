@@ -468,6 +468,51 @@ def test_scalars_and_modulo_match_eager() -> None:
         torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
 
 
+class EdgeValues(nn.Module):
+    """NaN, negative indices, int64 beyond 2^53 and unsigned shifts: each of these gave a
+    silent wrong answer through torch-mlir 20261001 before shlo.torch mended it."""
+
+    def forward(self, x, i, big, small):
+        return (
+            x.argmax(1),  # a row with NaN: torch gives the NaN's index
+            x.argmin(1),
+            x.argmax(),
+            x == x,  # folded to true: the NaN test
+            x != x,
+            x <= x,
+            torch.sort(x, dim=1).values,  # NaN last
+            torch.sort(x, dim=1, descending=True).indices,  # NaN first
+            torch.topk(x, 3, dim=1).values,  # NaN is the largest
+            x[:, i],  # negative indices count from the end
+            x[0][i],
+            torch.zeros(8).index_put((i,), torch.ones(3), accumulate=True),
+            big // 3,  # computed in floating point: off by 170 at 2^63
+            torch.div(big, -7, rounding_mode="floor"),
+            small >> 1,  # uint8: logical, not arithmetic
+            small >> (small % 10),  # shifts of 8 or more give 0
+            small | 1,  # refused: bitwise ops by a number
+            small & 6,
+            small ^ 255,
+            torch.fmod(x, 2.0),
+        )
+
+
+def test_edge_values_match_eager() -> None:
+    module = EdgeValues()
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor(
+        [[0.5, -1.0, 2.5, 2.5, -3.0, 0.0, 1.0, -0.5], [3.5, nan, -1e30, inf, -inf, nan, 100.0, 1.0]]
+    )
+    i = torch.tensor([-1, 2, -8])
+    big = torch.tensor([2**63 - 1, -(2**63), 2**53 + 1, -(2**60) - 3, 7, -7])
+    small = torch.tensor([0, 1, 127, 128, 200, 255], dtype=torch.uint8)
+    args = (x, i, big, small)
+    compiled = shlo.torch.compile(module, args)
+    for got, want in zip(compiled(*args), module(*args), strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
 def test_upsample_nearest_by_a_scale_factor() -> None:
     """torch-mlir converts upsample_nearest with output sizes, not scale factors."""
     module = Function(lambda _, x: nn.functional.interpolate(x, scale_factor=2, mode="nearest"))
