@@ -225,6 +225,26 @@ def index_put(
         _wrapping_indices = False
 
 
+def avg_pool2d_with_divisor(
+    x: torch.Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] = (0, 0),
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Any:
+    """``avg_pool2d`` with ``divisor_override``, which torch-mlir does not convert: the
+    sum over each window (the mean with padding counted, times the window's size)
+    over the divisor. With ``ceil_mode`` windows may overhang, which the mean
+    does not count: left to torch-mlir."""
+    if divisor_override is None or ceil_mode:
+        return NotImplemented
+    kernel = list(kernel_size) * (2 // len(kernel_size))
+    mean = aten.avg_pool2d.default(x, kernel_size, stride, padding, False, True, None)
+    return mean * (kernel[0] * kernel[1] / divisor_override)
+
+
 def sort_stable(
     x: torch.Tensor, *, stable: bool | None = None, dim: int = -1, descending: bool = False
 ) -> Any:
@@ -263,6 +283,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
             aten.fmod.Scalar: _with_number_as_tensor(aten.fmod.Tensor),
             aten.index.Tensor: index,
             aten.index_put.default: index_put,
+            aten.avg_pool2d.default: avg_pool2d_with_divisor,
         }
     )
     # torch-mlir converts upsample_nearest with output sizes only, not with
@@ -270,5 +291,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     # computes the sizes.
     for rank in (1, 2, 3):
         op = getattr(aten, f"upsample_nearest{rank}d").vec
+        table[op] = torch_table[op]
+    # Ops torch-mlir has no conversion of, whose torch decompositions it converts.
+    for op in (aten.addmv.default, aten.bucketize.Tensor):
         table[op] = torch_table[op]
     return table

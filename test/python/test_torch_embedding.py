@@ -513,6 +513,30 @@ def test_edge_values_match_eager() -> None:
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
 
+def test_ops_torch_mlir_has_no_conversion_of() -> None:
+    """addmv, bucketize and avg_pool2d's divisor_override compile through decompositions."""
+    boundaries = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    module = Function(
+        lambda _, a, v, x, image: (
+            torch.addmv(v[:4], a, v, beta=0.5, alpha=2.0),
+            torch.bucketize(x, boundaries),
+            torch.bucketize(x, boundaries, right=True, out_int32=True),
+            nn.functional.avg_pool2d(image, 2, divisor_override=3),
+            nn.functional.avg_pool2d(image, 3, 2, 1, divisor_override=5),
+        )
+    )
+    args = (
+        torch.randn(4, 5),
+        torch.randn(5),
+        torch.tensor([-2.0, -1.0, 0.0, 0.25, 0.5, 3.0, 2.0]),
+        torch.randn(2, 3, 7, 9),
+    )
+    compiled = shlo.torch.compile(module, args)
+    for got, want in zip(compiled(*args), module(*args), strict=True):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_upsample_nearest_by_a_scale_factor() -> None:
     """torch-mlir converts upsample_nearest with output sizes, not scale factors."""
     module = Function(lambda _, x: nn.functional.interpolate(x, scale_factor=2, mode="nearest"))
