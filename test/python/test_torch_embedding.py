@@ -348,7 +348,7 @@ class Function(nn.Module):
 # name -> (module, input of (batch, size), dimensions that are dynamic, whether
 # a dynamic export is expected to compile). Each is an op torch-mlir 20261001
 # converts only with static sizes, or not at all (shlo.torch_decompositions;
-# shlo.torch._contiguous_strides_as_defaults; shlo-torch-sort-to-stablehlo;
+# shlo.torch_graph; shlo-torch-sort-to-stablehlo;
 # arange's float size in shlo-remove-dynamism).
 GAPS = {
     # F.unfold indexes with torch.arange(0, h - 1, 2), whose length is computed in f64.
