@@ -43,11 +43,20 @@ def _accumulation_type(x: torch.Tensor, dtype: torch.dtype | None) -> torch.Tens
     return x if dtype is None else x.to(dtype)
 
 
+# Types torch accumulates in float32 (its "opmath" type) and rounds once at the end.
+_HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
 def cumsum(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
-    """Along a dimension of symbolic size only. torch-mlir converts a cumsum to a
+    """Along a dimension of symbolic size. torch-mlir converts a cumsum to a
     ``reduce_window`` whose window is the dimension's size, which must be static
     (RoBERTa's and OPT's position ids, a cumsum of the mask along the sequence).
-    Along a static one the cumsum stays, and shlo compiles it as a scan."""
+    Along a static one the cumsum stays, and shlo compiles it as a scan.
+
+    A float16 or bfloat16 cumsum is computed in float32, as torch's is: summed
+    in float16, [60000, 60000, -60000] stayed inf where torch's is 60000."""
+    if dtype is None and x.dtype in _HALF_TYPES:
+        return torch.cumsum(x.float(), dim).to(x.dtype)
     if not _symbolic(x, [dim]):
         return NotImplemented
     return _prefix_reduction(_accumulation_type(x, dtype), dim, 0, lambda m: m.sum(-1))
@@ -55,7 +64,9 @@ def cumsum(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
 
 def cumprod(x: torch.Tensor, dim: int, dtype: torch.dtype | None = None) -> Any:
     """Every cumprod: torch-mlir has no conversion of it (nor of the ``prims.prod`` of
-    torch's own decomposition)."""
+    torch's own decomposition). Half types in float32, as ``cumsum``."""
+    if dtype is None and x.dtype in _HALF_TYPES:
+        return torch.cumprod(x.float(), dim).to(x.dtype)
     return _prefix_reduction(_accumulation_type(x, dtype), dim, 1, lambda m: m.prod(-1))
 
 
@@ -245,6 +256,21 @@ def avg_pool2d_with_divisor(
     return mean * (kernel[0] * kernel[1] / divisor_override)
 
 
+def vector_norm(
+    x: torch.Tensor,
+    ord: float = 2,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: torch.dtype | None = None,
+) -> Any:
+    """A float16 or bfloat16 norm, computed in float32 as torch computes it: torch-mlir
+    sums the squares in float16, where 64 values of 100 overflow to inf (torch: 800)."""
+    if dtype is not None or x.dtype not in _HALF_TYPES:
+        return NotImplemented
+    return torch.linalg.vector_norm(x.float(), ord, dim, keepdim).to(x.dtype)
+
+
 def sort_stable(
     x: torch.Tensor, *, stable: bool | None = None, dim: int = -1, descending: bool = False
 ) -> Any:
@@ -284,6 +310,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
             aten.index.Tensor: index,
             aten.index_put.default: index_put,
             aten.avg_pool2d.default: avg_pool2d_with_divisor,
+            aten.linalg_vector_norm.default: vector_norm,
         }
     )
     # torch-mlir converts upsample_nearest with output sizes only, not with

@@ -537,6 +537,26 @@ def test_ops_torch_mlir_has_no_conversion_of() -> None:
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_half_precision_norms_and_scans_accumulate_in_float32() -> None:
+    """torch computes these in float32 and rounds once; torch-mlir computed them in
+    float16, where the norm of 64 values of 100 and a cumsum through 120000 are inf."""
+    module = Function(
+        lambda _, x: (
+            x.norm(dim=1),
+            torch.linalg.vector_norm(x.bfloat16(), dim=1),
+            x.cumsum(1),
+            x.bfloat16().cumsum(1),
+            (x / 100).cumprod(1),
+        )
+    )
+    x = torch.cat([torch.full((1, 64), 100.0), torch.tensor([[6e4, 6e4, -6e4] + [10.0] * 61])])
+    x = x.half()
+    compiled = shlo.torch.compile(module, (x,))
+    for got, want in zip(compiled(x), module(x), strict=True):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def test_upsample_nearest_by_a_scale_factor() -> None:
     """torch-mlir converts upsample_nearest with output sizes, not scale factors."""
     module = Function(lambda _, x: nn.functional.interpolate(x, scale_factor=2, mode="nearest"))
