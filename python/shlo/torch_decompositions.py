@@ -148,6 +148,24 @@ def argmin(x: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> An
     return _index_of_extreme(x, dim, keepdim, largest=False)
 
 
+def _extreme_and_index(x: torch.Tensor, dim: int, keepdim: bool, largest: bool) -> Any:
+    """``max``/``min`` along a dimension of a floating-point tensor: the value and its
+    index, NaN first as torch's. torch-mlir's reduction skipped NaN in both (a row
+    holding NaN gave its largest number and that number's index)."""
+    if not x.is_floating_point():
+        return NotImplemented
+    values = x.amax(dim, keepdim) if largest else x.amin(dim, keepdim)
+    return values, _index_of_extreme(x, dim, keepdim, largest)
+
+
+def max_along(x: torch.Tensor, dim: int, keepdim: bool = False) -> Any:
+    return _extreme_and_index(x, dim, keepdim, largest=True)
+
+
+def min_along(x: torch.Tensor, dim: int, keepdim: bool = False) -> Any:
+    return _extreme_and_index(x, dim, keepdim, largest=False)
+
+
 def floor_divide_integers(x: torch.Tensor, y: Any, *, rounding_mode: str | None = None) -> Any:
     """Integer division rounded down. torch-mlir computes it in floating point, which
     is wrong for integers beyond 2^53 (int64 max // 3 was off by 170): truncated
@@ -302,6 +320,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
             aten.__lshift__.Tensor: lambda x, y: aten.bitwise_left_shift.Tensor(x, y),
             aten.argmax.default: argmax,
             aten.argmin.default: argmin,
+            aten.max.dim: max_along,
+            aten.min.dim: min_along,
             aten.div.Tensor_mode: floor_divide_integers,
             aten.bitwise_and.Scalar: _with_number_as_tensor(aten.bitwise_and.Tensor),
             aten.bitwise_or.Scalar: _with_number_as_tensor(aten.bitwise_or.Tensor),
