@@ -226,32 +226,33 @@ def _wrapped_indices(x: torch.Tensor, indices: Sequence[Any]) -> list[Any]:
     return wrapped
 
 
-def index(x: torch.Tensor, indices: Sequence[Any]) -> Any:
-    """``x[i]`` with negative indices: torch-mlir converts it to a gather, whose indices
-    are clamped, not counted from the end (x[tensor([-1])] gave x[0], a silent
-    wrong answer)."""
+def _with_wrapped_indices(call: Callable[[], Any]) -> Any:
+    """``call()``, which calls the op being decomposed with wrapped indices; that call,
+    coming back through the table, is left to the op (``NotImplemented``)."""
     global _wrapping_indices
     if _wrapping_indices:
         return NotImplemented
     _wrapping_indices = True
     try:
-        return aten.index.Tensor(x, _wrapped_indices(x, indices))
+        return call()
     finally:
         _wrapping_indices = False
+
+
+def index(x: torch.Tensor, indices: Sequence[Any]) -> Any:
+    """``x[i]`` with negative indices: torch-mlir converts it to a gather, whose indices
+    are clamped, not counted from the end (x[tensor([-1])] gave x[0], a silent
+    wrong answer)."""
+    return _with_wrapped_indices(lambda: aten.index.Tensor(x, _wrapped_indices(x, indices)))
 
 
 def index_put(
     x: torch.Tensor, indices: Sequence[Any], values: torch.Tensor, accumulate: bool = False
 ) -> Any:
     """``x[i] = v`` with negative indices, as ``index``."""
-    global _wrapping_indices
-    if _wrapping_indices:
-        return NotImplemented
-    _wrapping_indices = True
-    try:
-        return aten.index_put.default(x, _wrapped_indices(x, indices), values, accumulate)
-    finally:
-        _wrapping_indices = False
+    return _with_wrapped_indices(
+        lambda: aten.index_put.default(x, _wrapped_indices(x, indices), values, accumulate)
+    )
 
 
 def avg_pool2d_with_divisor(

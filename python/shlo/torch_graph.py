@@ -29,6 +29,13 @@ def mend_decomposed(program: Any) -> None:
     _fold_integer_division_of_constants(program)
     _compare_in_the_promoted_type(program)
     _comparisons_with_itself(program)
+    # The mends read the graph's nodes, not its code: one recompile serves them all.
+    program.graph_module.recompile()
+
+
+def _value(item: Any) -> Any:
+    """The example value of a graph node (its fake tensor or symbolic number), or ``item``."""
+    return item.meta.get("val") if isinstance(item, torch.fx.Node) else item
 
 
 def _replace(graph: Any, node: Any, replacement: Any) -> None:
@@ -65,18 +72,14 @@ def _clamp_slice_scatter_ends(program: Any) -> None:
     A static dimension is the same end; a symbolic one is left as it is.
     """
     slice_scatter = torch.ops.aten.slice_scatter.default
-    changed = False
     for node in program.graph_module.graph.nodes:
         if node.target is not slice_scatter or len(node.args) < 5:
             continue
         source, dim, end = node.args[0], node.args[2], node.args[4]
-        value = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+        value = _value(source) if isinstance(source, torch.fx.Node) else None
         size = value.shape[dim] if value is not None else None
         if isinstance(end, int) and isinstance(size, int) and end > size:
             node.args = (*node.args[:4], size, *node.args[5:])
-            changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _contiguous_strides_as_defaults(program: Any) -> None:
@@ -97,9 +100,6 @@ def _contiguous_strides_as_defaults(program: Any) -> None:
     """
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-    def value(item: Any) -> Any:
-        return item.meta.get("val") if isinstance(item, torch.fx.Node) else item
-
     def contiguous(sizes: Sequence[Any], strides: Sequence[Any]) -> bool:
         expected = 1
         for size, stride in reversed(list(zip(sizes, strides, strict=True))):
@@ -108,32 +108,27 @@ def _contiguous_strides_as_defaults(program: Any) -> None:
             expected = expected * size
         return True
 
-    changed = False
     for node in program.graph_module.graph.nodes:
         if node.target is aten.empty_strided.default and len(node.args) == 2:
             sizes, strides = node.args
-            if contiguous([value(s) for s in sizes], [value(s) for s in strides]):
+            if contiguous([_value(s) for s in sizes], [_value(s) for s in strides]):
                 node.target = aten.empty.memory_format
                 node.args = (sizes,)
-                changed = True
         elif node.target is aten.as_strided.default and 3 <= len(node.args) <= 4:
             source, sizes, strides = node.args[:3]
             offset = node.args[3] if len(node.args) == 4 else node.kwargs.get("storage_offset")
-            tensor = value(source)
-            size_values = [value(s) for s in sizes]
+            tensor = _value(source)
+            size_values = [_value(s) for s in sizes]
             if (
                 tensor is not None
                 and offset in (None, 0)
                 and contiguous(list(tensor.shape), list(tensor.stride()))
-                and contiguous(size_values, [value(s) for s in strides])
+                and contiguous(size_values, [_value(s) for s in strides])
                 and statically_known_true(math.prod(size_values) == tensor.numel())
             ):
                 node.target = aten.reshape.default
                 node.args = (source, sizes)
                 node.kwargs = {}
-                changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _symbolic_numbers_as_tensors(program: Any) -> None:
@@ -162,7 +157,6 @@ def _symbolic_numbers_as_tensors(program: Any) -> None:
     # The importer reads each node's type from a fake tensor of the export's mode.
     fake_modes = (n.meta.get("val") for n in graph.nodes)
     fake_mode = next((v.fake_mode for v in fake_modes if isinstance(v, FakeTensor)), None)
-    changed = False
     for node in list(graph.nodes):
         schema = getattr(node.target, "_schema", None)
         if node.op != "call_function" or schema is None or fake_mode is None:
@@ -172,7 +166,7 @@ def _symbolic_numbers_as_tensors(program: Any) -> None:
             item = args[index]
             if str(argument.type) != "Tensor" or not isinstance(item, torch.fx.Node):
                 continue
-            dtype = number_type(item.meta.get("val"))
+            dtype = number_type(_value(item))
             if dtype is None:
                 continue
             with graph.inserting_before(node):
@@ -184,9 +178,6 @@ def _symbolic_numbers_as_tensors(program: Any) -> None:
             args[index] = wrapped
         if args != list(node.args):
             node.args = tuple(args)
-            changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _float_scalars_for_float_tensors(program: Any) -> None:
@@ -202,12 +193,11 @@ def _float_scalars_for_float_tensors(program: Any) -> None:
     to the tensor's type in any case, so a float argument means the same;
     exponents stay integers (``x ** 2`` is not ``x ** 2.0`` to every lowering).
     """
-    changed = False
     for node in program.graph_module.graph.nodes:
         schema = getattr(node.target, "_schema", None)
         if node.op != "call_function" or schema is None or schema.name.startswith("aten::pow"):
             continue
-        values = [a.meta.get("val") for a in node.all_input_nodes]
+        values = [_value(a) for a in node.all_input_nodes]
         if not any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in values):
             continue
         # Scalars, and numbers where a tensor goes (add.Tensor(x, -3) after decomposition).
@@ -228,9 +218,6 @@ def _float_scalars_for_float_tensors(program: Any) -> None:
                 floats += 1
         if floats:  # -3.0 == -3: compare counts, not the lists
             node.args, node.kwargs = tuple(args), kwargs
-            changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _fold_integer_division_of_constants(program: Any) -> None:
@@ -252,7 +239,6 @@ def _fold_integer_division_of_constants(program: Any) -> None:
         return None
 
     graph = program.graph_module.graph
-    changed = False
     for node in list(graph.nodes):
         if node.target is not aten.div.Tensor_mode or len(node.args) != 2:
             continue
@@ -275,9 +261,6 @@ def _fold_integer_division_of_constants(program: Any) -> None:
             folded = graph.call_function(aten.full_like.default, (dividend, int(quotient)))
         folded.meta = dict(node.meta)
         _replace(graph, node, folded)
-        changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _compare_in_the_promoted_type(program: Any) -> None:
@@ -290,12 +273,11 @@ def _compare_in_the_promoted_type(program: Any) -> None:
     """
     comparisons = {getattr(aten, name).Scalar for name in ("eq", "ne", "lt", "le", "gt", "ge")}
     graph = program.graph_module.graph
-    changed = False
     for node in list(graph.nodes):
         if node.target not in comparisons or len(node.args) != 2:
             continue
         tensor, number = node.args
-        value = tensor.meta.get("val") if isinstance(tensor, torch.fx.Node) else None
+        value = _value(tensor) if isinstance(tensor, torch.fx.Node) else None
         if value is None or value.is_floating_point() or value.is_complex():
             continue
         if not isinstance(number, float):
@@ -307,9 +289,6 @@ def _compare_in_the_promoted_type(program: Any) -> None:
             )
         converted.meta["val"] = value.to(torch.result_type(value, number))
         node.args = (converted, number)
-        changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _comparisons_with_itself(program: Any) -> None:
@@ -323,12 +302,11 @@ def _comparisons_with_itself(program: Any) -> None:
     not_nan = {aten.eq.Tensor, aten.le.Tensor, aten.ge.Tensor}
     never = {aten.lt.Tensor, aten.gt.Tensor}
     graph = program.graph_module.graph
-    changed = False
     for node in list(graph.nodes):
         if node.target not in (*not_nan, *never, aten.ne.Tensor) or len(node.args) != 2:
             continue
         lhs, rhs = node.args
-        value = lhs.meta.get("val") if isinstance(lhs, torch.fx.Node) else None
+        value = _value(lhs) if isinstance(lhs, torch.fx.Node) else None
         if lhs is not rhs or value is None or not value.is_floating_point():
             continue
         with graph.inserting_before(node):
@@ -342,9 +320,6 @@ def _comparisons_with_itself(program: Any) -> None:
                 replacement = nan
             replacement.meta = dict(node.meta)
         _replace(graph, node, replacement)
-        changed = True
-    if changed:
-        program.graph_module.recompile()
 
 
 def _is_integer(value: Any) -> bool:
