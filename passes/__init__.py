@@ -31,6 +31,7 @@ _PASS_CLASSES = {
     "shlo-expand-small-float-conversions": "cpu.expand_small_float_conversions:ExpandSmallFloatConversionsPass",
     "shlo-fix-elementwise-semantics": "frontend.fix_elementwise_semantics:FixElementwiseSemanticsPass",
     "shlo-fold-tuples": "decompose.fold_tuples:FoldTuplesPass",
+    "shlo-flush-denormals": "cpu.flush_denormals:FlushDenormalsPass",
     "shlo-forward-scalar-buffers": "linalg.forward_scalar_buffers:ForwardScalarBuffersPass",
     "shlo-scalar-loop-state": "linalg.scalar_loop_state:ScalarLoopStatePass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",

@@ -48,6 +48,12 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="TYPES",
         help="comma-separated tensor types of the entry's arguments, for dynamic programs",
     )
+    parser.add_argument(
+        "--flush-denormals",
+        action="store_true",
+        help="compute subnormal floats as zero (FTZ and DAZ), as XLA's CPU code does; "
+        "default: IEEE arithmetic, as StableHLO specifies",
+    )
     parser.add_argument("--emit", help="what to write; the target's first kind by default")
     parser.add_argument("-o", "--output", required=True, help="output file, or - for stdout")
     return parser
@@ -65,7 +71,15 @@ def execute(argv: Sequence[str]) -> int:
     if args.input_types is not None:
         arg_types = [t.strip() for t in split_top_level(args.input_types) if t.strip()]
     with progress.show_on_terminal("shlo-compile"):
-        code = emit(source, args.target, args.emit, args.entry, arch=args.arch, arg_types=arg_types)
+        code = emit(
+            source,
+            args.target,
+            args.emit,
+            args.entry,
+            arch=args.arch,
+            arg_types=arg_types,
+            flush_denormals=args.flush_denormals or None,
+        )
     if args.output == "-":
         sys.stdout.buffer.write(code)
         sys.stdout.flush()

@@ -305,6 +305,12 @@ def make_parser() -> argparse.ArgumentParser:
         help="threads the compiled code runs on (default: SHLO_THREADS, else every core)",
     )
     parser.add_argument(
+        "--flush-denormals",
+        action="store_true",
+        help="compute subnormal floats as zero (FTZ and DAZ), as XLA's CPU code does; "
+        "default: IEEE arithmetic, as StableHLO specifies",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="run the target, the reference interpreter and XLA (when jax is installed) side "
@@ -352,7 +358,12 @@ def execute(argv: Sequence[str]) -> int:
         # A dynamic program compiles on its first call.
         with progress.show_on_terminal("shlo-run"):
             executable = compile_program(
-                path, args.target, entry=args.entry, threads=args.threads, arch=args.arch
+                path,
+                args.target,
+                entry=args.entry,
+                threads=args.threads,
+                arch=args.arch,
+                flush_denormals=args.flush_denormals or None,
             )
             results = executable(*inputs)
         call = lambda: executable(*inputs)  # noqa: E731
@@ -412,6 +423,7 @@ def _run_check(args: argparse.Namespace, path: Path, inputs: list[np.ndarray]) -
             reproducer_dir=args.reproducer_dir,
             threads=args.threads,
             arch=args.arch,
+            flush_denormals=args.flush_denormals or None,
         )
     print(report)
     return 0 if report.ok else 1

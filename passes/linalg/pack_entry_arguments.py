@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
+from shlo.ir_utils import defined_function
 from shlo.pass_framework import Pass
 
 ENTRY = "main"
@@ -91,16 +92,7 @@ class PackEntryArgumentsPass(Pass):
     argument: ClassVar[str] = "shlo-pack-entry-arguments"
 
     def run(self, module: ir.Operation) -> None:
-        entry = next(
-            (
-                op.operation
-                for op in module.regions[0].blocks[0].operations
-                if op.operation.name == "func.func"
-                and ir.StringAttr(op.operation.attributes["sym_name"]).value == ENTRY
-                and len(op.operation.regions[0].blocks)
-            ),
-            None,
-        )
+        entry = defined_function(module, ENTRY)
         if entry is None:
             return
         function_type = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)

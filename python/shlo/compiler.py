@@ -298,6 +298,7 @@ def compile(
     pipeline: Any = None,
     threads: int | None = None,
     arch: str | None = None,
+    flush_denormals: bool | None = None,
     timeout: float | None = None,
     max_bytes: int | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
@@ -315,19 +316,28 @@ def compile(
     ``cache_size`` shape signatures kept by a shape-polymorphic Executable.
     On the CPU, the generated code runs on ``threads`` threads: by default
     the pipeline's (a ``CpuPipeline``), else SHLO_THREADS, else every core
-    this process may use. For CUDA, ``arch`` names the GPU (e.g. "sm_90").
+    this process may use. ``flush_denormals=True`` computes subnormal
+    floats as zero, as XLA's CPU code does (and faster on x86); by default
+    the pipeline's, else IEEE arithmetic, as StableHLO specifies. For CUDA,
+    ``arch`` names the GPU (e.g. "sm_90").
     With SHLO_CACHE_DIR set, compiled code is kept in that directory and
     reused by later compilations, in any process (``shlo.disk_cache``).
     """
     backend = backend_path(target)  # an unknown target fails here, listing the known ones
-    options = load_backend(backend).options(pipeline, threads, arch)
+    options = load_backend(backend).options(pipeline, threads, arch, flush_denormals)
     from shlo import jax as shlo_jax
 
     exported = source if shlo_jax.is_exported(source) else shlo_jax.deserialize_exported(source)
     if exported is not None:
         # Called like the exported function: pytrees in and out, kept leaves,
         # platform index (shlo.jax.ExportedFunction).
-        keywords = {"isolate": isolate, "pipeline": pipeline, "threads": threads, "arch": arch}
+        keywords = {
+            "isolate": isolate,
+            "pipeline": pipeline,
+            "threads": threads,
+            "arch": arch,
+            "flush_denormals": flush_denormals,
+        }
         limits = {"timeout": timeout, "max_bytes": max_bytes, "cache_size": cache_size}
         return shlo_jax.ExportedFunction(exported, target, **keywords, **limits)  # type: ignore[return-value]
     _check_limits(max_bytes, cache_size)
@@ -387,13 +397,15 @@ def emit(
     *,
     arch: str | None = None,
     arg_types: Sequence[str] | None = None,
+    flush_denormals: bool | None = None,
     timeout: float | None = None,
 ) -> bytes:
     """The code ``target`` generates for ``entry``, as ``kind`` (the target's first by default).
 
     What ``shlo-compile`` writes: e.g. "object" for the CPU, "ptx" or
     "cubin" for CUDA. ``arg_types`` (tensor types) make a dynamic entry
-    static. It runs in the worker and needs no device.
+    static; ``flush_denormals`` is as ``compile`` takes it. It runs in the
+    worker and needs no device.
     """
     path = backend_path(target)
     backend = load_backend(path)
@@ -410,7 +422,7 @@ def emit(
         source=source,
         entry=entry,
         arg_types=list(arg_types) if arg_types is not None else None,
-        options=backend.options(None, None, arch),
+        options=backend.options(None, None, arch, flush_denormals),
         filename=filename,
         max_bytes=default_max_bytes(),
     )

@@ -63,6 +63,19 @@ def functions(root: ir.Operation) -> list[ir.Operation]:
     return found
 
 
+def defined_function(module: ir.Operation, name: str) -> ir.Operation | None:
+    """The top-level ``func.func`` of ``module`` named ``name`` that has a body, if any."""
+    for op in module.regions[0].blocks[0].operations:
+        op = op.operation
+        if (
+            op.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == name
+            and len(op.regions[0].blocks)
+        ):
+            return op
+    return None
+
+
 def tensor_type_text(shape: Sequence[int], element: ir.Type | str) -> str:
     """``tensor<2x3xf32>`` for a static shape and an element type (or its spelling)."""
     return "tensor<" + "".join(f"{int(size)}x" for size in shape) + f"{element}>"

@@ -136,6 +136,9 @@ class Jitted:
         self.static_argnums = (
             (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         )
+        if target == "cpu":
+            # As jax.jit's code computes: XLA's CPU code flushes subnormals to zero.
+            options.setdefault("flush_denormals", True)
         self._options = options
         self._compiled: dict[Any, ExportedFunction] = {}
         self._lock = threading.Lock()
@@ -325,8 +328,9 @@ def jit(
     ``polymorphic_shapes`` (as ``jax.export.symbolic_args_specs`` takes
     them) exports once per structure and dtypes, and shlo specializes the
     code per shape. ``options`` go to ``shlo.compile`` (``threads``,
-    ``arch``, ``isolate``, ...). Usable as ``@shlo.jax.jit`` or
-    ``@shlo.jax.jit(target=...)``.
+    ``arch``, ``isolate``, ...). On the CPU, ``flush_denormals`` is True
+    unless given: subnormal floats compute as zero, as under ``jax.jit``.
+    Usable as ``@shlo.jax.jit`` or ``@shlo.jax.jit(target=...)``.
     """
     if fn is None:
         return lambda f: Jitted(

@@ -31,7 +31,13 @@ class Backend(ABC):
     emit_kinds: tuple[str, ...] = ()
 
     @abstractmethod
-    def options(self, pipeline: Any, threads: int | None, arch: str | None) -> Any:
+    def options(
+        self,
+        pipeline: Any,
+        threads: int | None,
+        arch: str | None,
+        flush_denormals: bool | None = None,
+    ) -> Any:
         """The picklable options ``lower`` takes, from what the caller of shlo.compile gave."""
 
     @abstractmethod

@@ -8,6 +8,7 @@ runs them (in the worker), and ``runtime`` links and calls the object code.
 from __future__ import annotations
 
 import dataclasses
+import platform
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,12 +24,23 @@ def _check_threads(threads: object, what: str) -> int:
     return threads
 
 
-def resolve_pipeline(pipeline: CpuPipeline | None, threads: int | None) -> CpuPipeline:
+def resolve_pipeline(
+    pipeline: CpuPipeline | None, threads: int | None, flush_denormals: bool | None = None
+) -> CpuPipeline:
     """``pipeline`` (default ``CpuPipeline()``) with a thread count.
 
     ``threads`` when given, else the pipeline's own, else ``default_threads()``.
+    ``flush_denormals``, when given, replaces the pipeline's.
     """
     pipeline = pipeline or CpuPipeline()
+    if flush_denormals is not None:
+        if not isinstance(flush_denormals, bool):
+            raise ValueError(f"flush_denormals must be True or False, got {flush_denormals!r}")
+        pipeline = dataclasses.replace(pipeline, flush_denormals=flush_denormals)
+    if pipeline.flush_denormals and platform.machine().lower() not in ("x86_64", "amd64"):
+        raise ValueError(
+            f"flush_denormals=True sets x86-64's MXCSR; this host is {platform.machine()}"
+        )
     if threads is not None:
         count = _check_threads(threads, "threads")
     elif pipeline.threads is not None:
@@ -50,12 +62,18 @@ class CpuBackend(Backend):
     # An ELF object exporting shlo_call-compatible @main, or the LLVM dialect module as text.
     emit_kinds = ("object", "llvm-mlir")
 
-    def options(self, pipeline: Any, threads: int | None, arch: str | None) -> CpuPipeline:
+    def options(
+        self,
+        pipeline: Any,
+        threads: int | None,
+        arch: str | None,
+        flush_denormals: bool | None = None,
+    ) -> CpuPipeline:
         if arch is not None:
             raise ValueError(f"arch={arch!r} is for target='cuda'; the CPU backend takes none")
         if pipeline is not None and not isinstance(pipeline, CpuPipeline):
             raise TypeError(f"target='cpu' takes a CpuPipeline, got {type(pipeline).__name__}")
-        return resolve_pipeline(pipeline, threads)
+        return resolve_pipeline(pipeline, threads, flush_denormals)
 
     def cache_fields(self, options: CpuPipeline) -> list[str]:
         from shlo.backends.cpu.codegen_recipes import l2_cache

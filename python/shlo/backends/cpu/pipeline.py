@@ -300,6 +300,9 @@ class CpuPipeline:
     )
     # Threads the generated code runs on; None: every core of the machine.
     threads: int | None = None
+    # Subnormal floats computed as zero, as XLA's CPU code computes them
+    # (shlo-flush-denormals); False: IEEE arithmetic, as StableHLO specifies.
+    flush_denormals: bool = False
 
     @property
     def thread_count(self) -> int:
@@ -316,8 +319,15 @@ class CpuPipeline:
             ("tensor-codegen", self.strategy.tensor_stage(self.thread_count)),
             ("bufferize", list(_BUFFERIZE)),
             ("loop-codegen", self.strategy.loop_stage(self.thread_count)),
-            ("to-llvm", list(_TO_LLVM)),
+            ("to-llvm", self._to_llvm()),
         ]
+
+    def _to_llvm(self) -> list[str]:
+        if not self.flush_denormals:
+            return list(_TO_LLVM)
+        # Once @main takes its one pointer, while it is still a func.func.
+        at = _TO_LLVM.index("shlo-pack-entry-arguments") + 1
+        return [*_TO_LLVM[:at], "shlo-flush-denormals", *_TO_LLVM[at:]]
 
     def elements(self, through: str | None = None) -> list[str]:
         """The pipeline elements of every stage, or of the stages up to ``through``."""

@@ -97,6 +97,9 @@ _ALLOCATION_GUARD = r"""
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdlib.h>
+#ifdef __SSE__
+#include <xmmintrin.h>
+#endif
 
 static __thread jmp_buf *on_failure;
 
@@ -223,16 +226,26 @@ void _mlir_memref_to_llvm_free(void *pointer) {
 
 void _mlir_main(void **arguments);
 
-/* 0 when the entry ran to the end, 1 when an allocation failed. */
+/* 0 when the entry ran to the end, 1 when an allocation failed. Code
+   compiled with flush_denormals sets MXCSR and restores it on return; a
+   failed allocation leaves it without returning, so the caller's mode is
+   restored here. */
 int shlo_call(void **arguments) {
   jmp_buf here;
   jmp_buf *outer = on_failure;
   int failed = 0;
+#ifdef __SSE__
+  unsigned int fp_mode = _mm_getcsr();
+#endif
   on_failure = &here;
-  if (setjmp(here) == 0)
+  if (setjmp(here) == 0) {
     _mlir_main(arguments);
-  else
+  } else {
     failed = 1;
+#ifdef __SSE__
+    _mm_setcsr(fp_mode);
+#endif
+  }
   on_failure = outer;
   return failed;
 }

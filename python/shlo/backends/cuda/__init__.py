@@ -78,9 +78,17 @@ class CudaBackend(Backend):
     # PTX (any device JIT-compiles it), the cubin for --arch, or the host module as MLIR text.
     emit_kinds = ("ptx", "cubin", "host-mlir")
 
-    def options(self, pipeline: Any, threads: int | None, arch: str | None) -> CudaOptions:
+    def options(
+        self,
+        pipeline: Any,
+        threads: int | None,
+        arch: str | None,
+        flush_denormals: bool | None = None,
+    ) -> CudaOptions:
         if pipeline is not None:
             raise ValueError("target='cuda' takes no pipeline")
+        if flush_denormals:
+            raise ValueError("flush_denormals= is for target='cpu'")
         if threads is not None:
             raise ValueError("threads= is for target='cpu'; a GPU kernel's threads are its own")
         arch = DEFAULT_ARCH if arch is None else arch
