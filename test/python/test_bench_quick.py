@@ -278,3 +278,17 @@ def test_bench_compares_complex_values_by_both_parts() -> None:
     want = np.array([1 + 1j, 2 + 2j], np.complex64)
     assert compare([want], [want], 1e-4)[0] == ""
     assert "max |error|" in compare([want + 0.5j], [want], 1e-4)[0]
+
+
+def test_subnormals_runs_each_program_on_both_kinds_of_data() -> None:
+    # The script checks the flushing code against jax.jit before it times it.
+    command = [sys.executable, "-m", "bench.subnormals", "--size", "65536", "--repeats", "1"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert [(row[1].strip(), row[2].strip()) for row in rows[1:]] == [
+        (name, data)
+        for name in ("scale_add", "sqrt_div", "softmax")
+        for data in ("normal", "subnormal")
+    ]
+    for row in rows[1:]:
+        assert all(float(row[i]) > 0 for i in range(3, 8)), row
