@@ -329,7 +329,8 @@ def jit(
     them) exports once per structure and dtypes, and shlo specializes the
     code per shape. ``options`` go to ``shlo.compile`` (``threads``,
     ``arch``, ``isolate``, ...). On the CPU, ``flush_denormals`` is True
-    unless given: subnormal floats compute as zero, as under ``jax.jit``.
+    unless given (it replaces a ``pipeline``'s setting): subnormal floats
+    compute as zero, as under ``jax.jit``.
     Usable as ``@shlo.jax.jit`` or ``@shlo.jax.jit(target=...)``.
     """
     if fn is None:

@@ -50,5 +50,5 @@ if __name__ == "__main__":
     from shlo.tools.shlo_run import main
 
     default = cpu.resolve_pipeline
-    cpu.resolve_pipeline = lambda pipeline, threads: default(pipeline or bug, threads)
+    cpu.resolve_pipeline = lambda pipeline, *rest: default(pipeline or bug, *rest)
     main()
