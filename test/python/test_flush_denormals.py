@@ -50,6 +50,8 @@ def ops(x: jax.Array) -> tuple[jax.Array, ...]:
         jnp.exp(x * 1e30 - 95.0),  # normal operands, subnormal results
         jnp.sum(x * 1e10, axis=1),
         jax.nn.softmax(x * 1e38 - 90.0, axis=1),
+        jnp.max(x, axis=1),  # a subnormal reads as zero: ties with 0
+        jnp.argsort(x[:, :64], axis=1),  # and sorts as zero, stably
     )
 
 
