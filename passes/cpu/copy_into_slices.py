@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, linalg, tensor
-from shlo.ir_utils import defining_op, ops_named, parallel_generic, static_shape
+from shlo.ir_utils import defining_op, linalg_fill, ops_named, parallel_generic, static_shape
 from shlo.pass_framework import Pass
 
 
@@ -66,7 +66,7 @@ def _fill_and_insert(op: ir.Operation, value: ir.Value) -> None:
     source = op.operands[0]
     with op.location, ir.InsertionPoint(op):
         empty = tensor.EmptyOp(result_type.shape, result_type.element_type).result
-        filled = linalg.fill(value, outs=[empty])
+        filled = linalg_fill(value, empty)
         inserted = tensor.InsertSliceOp(
             source, filled, [], [], [], low, static_shape(source), [1] * len(low)
         ).result

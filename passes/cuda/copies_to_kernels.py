@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir, linalg
-from shlo.ir_utils import VIEW_OPS, ops_named
+from shlo._mlir_compat import ir
+from shlo.ir_utils import VIEW_OPS, linalg_copy, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -58,5 +58,5 @@ class CopiesToKernelsPass(Pass):
             if origin is not None and origin.name == "memref.get_global":
                 continue
             with copy.location, ir.InsertionPoint(copy):
-                linalg.copy(source, outs=[target])
+                linalg_copy(source, target)
             copy.erase()

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir, linalg
-from shlo.ir_utils import ops_named
+from shlo._mlir_compat import ir
+from shlo.ir_utils import linalg_copy, ops_named
 from shlo.pass_framework import Pass
 
 
@@ -56,7 +56,7 @@ def lower_copy(op: ir.Operation) -> None:
     if not all(isinstance(v.type, ir.MemRefType) for v in (source, target)):
         return  # linalg.copy needs ranked operands; upstream's lowering keeps the rest
     with op.location, ir.InsertionPoint(op):
-        linalg.copy(source, outs=[target])
+        linalg_copy(source, target)
     op.erase()
 
 

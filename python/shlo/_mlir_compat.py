@@ -15,6 +15,7 @@ Binding behaviour relied on (checked against that wheel):
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import types
 
@@ -56,6 +57,7 @@ __all__ = [
     "tensor",
     "torch_decompositions",
     "torch_fx_import",
+    "use_linalg_without_opdsl",
 ]
 
 
@@ -69,6 +71,10 @@ def __getattr__(name: str) -> object:
         from torch_mlir.dialects import linalg
 
         return linalg
+    if name == "fill_builtin_region":
+        from torch_mlir._mlir_libs._mlirDialectsLinalg import fill_builtin_region
+
+        return fill_builtin_region
     if name == "translate_module_to_llvmir":
         # The CUDA backend translates gpu.module bodies to LLVM IR.
         from torch_mlir.dialects.llvm import translate_module_to_llvmir
@@ -96,6 +102,43 @@ def new_context() -> ir.Context:
     global _prepared_context
     context, _prepared_context = _prepared_context, None
     return context if context is not None else _make_context()
+
+
+_LINALG = "torch_mlir.dialects.linalg"
+
+
+def use_linalg_without_opdsl() -> None:
+    """Make ``torch_mlir.dialects.linalg`` the dialect's op classes, without its OpDSL.
+
+    The bindings import a dialect's module the first time they wrap one of its
+    ops, and linalg's also builds the OpDSL's named-op functions: 70-100 ms,
+    a fifth of a process's first compilation. shlo builds linalg ops with the
+    generated classes and ``fill_builtin_region``. The worker calls this at
+    its start; any other attribute (``linalg.matmul(...)``) imports the real
+    module then.
+    """
+    if _LINALG in sys.modules:
+        return
+    from torch_mlir._mlir_libs import _mlirDialectsLinalg
+    from torch_mlir.dialects import _linalg_enum_gen, _linalg_ops_gen
+
+    module = types.ModuleType(_LINALG, "linalg's op classes (shlo.use_linalg_without_opdsl)")
+    for source in (_mlirDialectsLinalg, _linalg_ops_gen, _linalg_enum_gen):
+        module.__dict__.update(
+            (key, value) for key, value in vars(source).items() if not key.startswith("__")
+        )
+
+    def real_module_attribute(name: str) -> object:
+        del sys.modules[_LINALG]
+        try:
+            real = importlib.import_module(_LINALG)
+        except ImportError:
+            sys.modules[_LINALG] = module
+            raise
+        return getattr(real, name)
+
+    module.__getattr__ = real_module_attribute  # type: ignore[attr-defined]
+    sys.modules[_LINALG] = module
 
 
 def prepare_context() -> None:

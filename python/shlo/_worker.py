@@ -21,7 +21,7 @@ import traceback
 from typing import Any, BinaryIO
 
 from shlo import progress
-from shlo._mlir_compat import prepare_context
+from shlo._mlir_compat import prepare_context, use_linalg_without_opdsl
 from shlo.backends import load_backend
 from shlo.custom_calls import install as install_custom_calls
 from shlo.diagnostics import ShloError
@@ -221,6 +221,7 @@ def main() -> None:
     from shlo.backends.cpu import parallel_codegen
 
     parallel_codegen.fork_allowed = True
+    use_linalg_without_opdsl()
     # Replies go to the original stdout; anything printed there later, by C++
     # or Python, goes to stderr instead and cannot corrupt the reply stream.
     replies = os.fdopen(os.dup(1), "wb")

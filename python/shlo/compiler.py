@@ -203,6 +203,7 @@ class Executable:
                     lambda meta, code: backend.load_cached(meta, code, signature),
                 )
             if function is None:
+                backend.prepare_to_load()
                 request = {
                     "source": self._module,
                     "entry": self.entry,
@@ -344,6 +345,7 @@ def compile(
     source, filename = _program(source)
     lowered = None
     if isolate and disk_cache.cache_dir() is None:
+        load_backend(backend).prepare_to_load()
         # A static entry's code comes with its signature, from one request.
         signature, lowered = shared_worker().call(
             "inspect_and_lower",

@@ -76,6 +76,26 @@ def defined_function(module: ir.Operation, name: str) -> ir.Operation | None:
     return None
 
 
+def linalg_fill(value: ir.Value, out: ir.Value) -> ir.Value | None:
+    """``linalg.fill`` of ``out`` with ``value``: the filled tensor, or None for a buffer."""
+    from shlo._mlir_compat import fill_builtin_region, linalg
+
+    results = [out.type] if isinstance(out.type, ir.RankedTensorType) else []
+    op = linalg.FillOp(results, [value], [out])
+    fill_builtin_region(op.operation)
+    return op.result if results else None
+
+
+def linalg_copy(source: ir.Value, target: ir.Value) -> ir.Value | None:
+    """``linalg.copy`` of ``source`` into ``target``: the new tensor, or None for buffers."""
+    from shlo._mlir_compat import fill_builtin_region, linalg
+
+    results = [target.type] if isinstance(target.type, ir.RankedTensorType) else []
+    op = linalg.CopyOp(results, [source], [target])
+    fill_builtin_region(op.operation)
+    return op.result if results else None
+
+
 def tensor_type_text(shape: Sequence[int], element: ir.Type | str) -> str:
     """``tensor<2x3xf32>`` for a static shape and an element type (or its spelling)."""
     return "tensor<" + "".join(f"{int(size)}x" for size in shape) + f"{element}>"

@@ -61,3 +61,50 @@ def test_programs_with_narrow_floats_run_their_passes(monkeypatch):
     program = F32_PROGRAM.replace("tensor<64xf64>", "tensor<64xbf16>")
     _, ran = _elements_run(program, monkeypatch)
     assert NARROW_FLOAT_PASSES <= ran
+
+
+# Pads (shlo-copy-into-slices fills), a reverse, a strided copy, a matmul
+# and a convolution: the passes that build linalg ops.
+WITHOUT_OPDSL_HOST = r"""
+import sys
+import numpy as np
+from shlo._mlir_compat import use_linalg_without_opdsl
+use_linalg_without_opdsl()
+import shlo
+program = '''
+func.func @main(%x: tensor<64x96xf32>, %w: tensor<96x80xf32>, %i: tensor<1x12x12x8xf32>,
+                %k: tensor<3x3x8x16xf32>) -> (tensor<70x100xf32>, tensor<64x80xf32>, tensor<1x10x10x16xf32>) {
+  %z = stablehlo.constant dense<1.5> : tensor<f32>
+  %p = stablehlo.pad %x, %z, low = [2, 1], high = [4, 3], interior = [0, 0]
+      : (tensor<64x96xf32>, tensor<f32>) -> tensor<70x100xf32>
+  %r = stablehlo.reverse %p, dims = [1] : tensor<70x100xf32>
+  %t = stablehlo.transpose %w, dims = [1, 0] : (tensor<96x80xf32>) -> tensor<80x96xf32>
+  %m = stablehlo.dot_general %x, %t, contracting_dims = [1] x [1]
+      : (tensor<64x96xf32>, tensor<80x96xf32>) -> tensor<64x80xf32>
+  %c = stablehlo.convolution(%i, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+      window = {stride = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+      : (tensor<1x12x12x8xf32>, tensor<3x3x8x16xf32>) -> tensor<1x10x10x16xf32>
+  return %r, %m, %c : tensor<70x100xf32>, tensor<64x80xf32>, tensor<1x10x10x16xf32>
+}
+'''
+rng = np.random.default_rng(0)
+args = [rng.standard_normal(s).astype(np.float32) for s in [(64, 96), (96, 80), (1, 12, 12, 8), (3, 3, 8, 16)]]
+reversed_pad, product, _ = shlo.compile(program, isolate=False)(*args)
+expected = np.pad(args[0], ((2, 4), (1, 3)), constant_values=1.5)[:, ::-1]
+assert np.array_equal(reversed_pad, expected)
+assert np.allclose(product, args[0] @ args[1], rtol=1e-4, atol=1e-4)
+print("opdsl imported:", any("linalg.opdsl" in name for name in sys.modules))
+"""
+
+
+def test_compiling_builds_linalg_ops_without_the_opdsl() -> None:
+    # The worker installs the dialect module without the OpDSL (70-100 ms of
+    # a first compile); nothing in the pipeline may need the real one.
+    import subprocess
+    import sys
+
+    host = subprocess.run(
+        [sys.executable, "-c", WITHOUT_OPDSL_HOST], capture_output=True, text=True, check=False
+    )
+    assert host.returncode == 0, host.stderr[-3000:]
+    assert "opdsl imported: False" in host.stdout

@@ -60,6 +60,9 @@ class Backend(ABC):
     def load(self, lowered: Any) -> CompiledFunction:
         """The callable for what ``lower`` returned (runs in the host)."""
 
+    def prepare_to_load(self) -> None:
+        """Start, in the background, what ``load`` will need, as a compilation begins."""
+
     def device_argument(self, value: Any) -> Any | None:
         """``value`` as an argument in this backend's device memory, with ``shape``, ``dtype``
         and ``release()``; None when it is to be read as a numpy array (the default)."""

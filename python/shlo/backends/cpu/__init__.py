@@ -94,6 +94,12 @@ class CpuBackend(Backend):
 
         return lower_to_object(source, entry, arg_types, options, filename, max_bytes)
 
+    def prepare_to_load(self) -> None:
+        if _code_kind() == "object":
+            from shlo.backends.cpu.runtime import prepare_linking_in_background
+
+            prepare_linking_in_background()
+
     def load(self, lowered: Any) -> CompiledFunction:
         from shlo.backends.cpu.runtime import LoadedFunction
 
