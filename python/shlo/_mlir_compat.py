@@ -125,7 +125,12 @@ def use_linalg_without_opdsl() -> None:
     module = types.ModuleType(_LINALG, "linalg's op classes (shlo.use_linalg_without_opdsl)")
     for source in (_mlirDialectsLinalg, _linalg_ops_gen, _linalg_enum_gen):
         module.__dict__.update(
-            (key, value) for key, value in vars(source).items() if not key.startswith("__")
+            (key, value)
+            for key, value in vars(source).items()
+            # Not the generated op builders (fill, copy, matmul, ...): the real
+            # module's are the OpDSL's, which take other arguments (outs=).
+            if not key.startswith("__")
+            and not (source is _linalg_ops_gen and key[:1].islower() and callable(value))
         )
 
     def real_module_attribute(name: str) -> object:

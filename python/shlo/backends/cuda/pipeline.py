@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shlo import progress
-from shlo._mlir_compat import arith, gpu, ir, linalg, tensor
+from shlo._mlir_compat import arith, gpu, ir, tensor
 from shlo.backends.cuda.ptx import (
     error_at,
     find_ptxas,
@@ -35,7 +35,7 @@ from shlo.backends.cuda.ptx import (
 )
 from shlo.diagnostics import ShloError
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import VIEW_OPS, defining_op, ops_named, viewed_buffer
+from shlo.ir_utils import VIEW_OPS, defining_op, linalg_fill, ops_named, viewed_buffer
 from shlo.linalg_stages import BUFFERIZE, ELEMENTWISE_FUSION, HOST_TO_LLVM_START
 from shlo.pipeline import run_pipeline
 
@@ -371,7 +371,7 @@ def copy_constants_to_buffers(module: ir.Module) -> None:
             if splat is not None:
                 scalar = arith.ConstantOp(value.type.element_type, splat)
                 empty = tensor.EmptyOp(value.type.shape, value.type.element_type)
-                replacement = linalg.fill(scalar.result, outs=[empty.result])
+                replacement = linalg_fill(scalar.result, empty.result)
             else:
                 replacement = ir.Operation.create(
                     "bufferization.alloc_tensor",
