@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import select
 import signal
 import sys
 import threading
@@ -208,6 +209,31 @@ def _serve_on_large_stack(request_id: Any, request: dict[str, Any], replies: Bin
     thread.join()
 
 
+# A little of everything a compilation of a model imports: a matmul, an
+# elementwise chain with exp, a reduction.
+_WARM_UP_PROGRAM = """
+func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8xf32> {
+  %m = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0]
+      : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %e = stablehlo.exponential %m : tensor<8x32xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %z) applies stablehlo.add across dimensions = [1]
+      : (tensor<8x32xf32>, tensor<f32>) -> tensor<8xf32>
+  return %s : tensor<8xf32>
+}
+"""
+
+
+def _warm_up() -> None:
+    """Compile a small program for the CPU, for the first-use costs of compiling."""
+    from shlo.backends.cpu.lowering import lower_to_object
+
+    try:
+        lower_to_object(_WARM_UP_PROGRAM, "main", None)
+    except Exception:  # the first real request reports whatever fails
+        pass
+
+
 def main() -> None:
     parent = int(os.environ.get("SHLO_WORKER_PARENT", os.getppid()))
     _exit_with_parent(parent)
@@ -222,6 +248,9 @@ def main() -> None:
 
     parallel_codegen.fork_allowed = True
     use_linalg_without_opdsl()
+    # Not when the host already waits: the request itself pays those costs.
+    if os.environ.get("SHLO_WORKER_WARM_UP") == "1" and not select.select([0], [], [], 0)[0]:
+        _warm_up()
     # Replies go to the original stdout; anything printed there later, by C++
     # or Python, goes to stderr instead and cannot corrupt the reply stream.
     replies = os.fdopen(os.dup(1), "wb")

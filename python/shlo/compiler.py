@@ -384,6 +384,19 @@ def compile(
     )
 
 
+def prepare(target: str = "cpu") -> None:
+    """Get ready, in the background, for a compilation for ``target`` to come.
+
+    The worker process starts (and for the CPU warms up) and the backend
+    prepares loading, while the caller goes on; ``shlo.jax.jit`` calls it
+    when it decorates, ``shlo.torch.compile`` before it exports. A process's
+    first compilation then takes about what later ones take.
+    """
+    backend = load_backend(backend_path(target))
+    shared_worker().prestart(warm_up=backend.name == "cpu")
+    backend.prepare_to_load()
+
+
 def _check_limits(max_bytes: int | None, cache_size: int) -> None:
     if cache_size < 1:
         raise ValueError(f"cache_size must be at least 1, got {cache_size}")

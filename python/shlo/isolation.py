@@ -154,9 +154,27 @@ class Worker:
         """The worker's process id, None before the first request or after a failure."""
         return self._process.pid if self._process is not None else None
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def prestart(self, warm_up: bool = False) -> None:
+        """Start the worker process now, if none runs, without waiting for it.
+
+        For callers that know a request will come (``shlo.jax.jit`` when it
+        decorates): the process starts (about 0.2 s) while they go on. With
+        ``warm_up`` it then compiles a small program for the CPU before it
+        reads a request, which pays a process's first-use costs of compiling
+        (pass modules, dialects, LLVM's target: about 0.3 s) ahead of time.
+        """
+        if not self._lock.acquire(blocking=False):
+            return  # a request is running: the worker is up
+        try:
+            if self._process is None or self._process.poll() is not None:
+                self._process, self._served = self._start(warm_up), 0
+        finally:
+            self._lock.release()
+
+    def _start(self, warm_up: bool = False) -> subprocess.Popen[bytes]:
         self._stderr = tempfile.TemporaryFile()
         env = dict(os.environ)
+        env["SHLO_WORKER_WARM_UP"] = "1" if warm_up else "0"
         # The child must import the same shlo as this process, even one found
         # through a sys.path entry added at run time.
         env["PYTHONPATH"] = os.pathsep.join(filter(None, sys.path))

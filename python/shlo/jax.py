@@ -139,6 +139,11 @@ class Jitted:
         if target == "cpu":
             # As jax.jit's code computes: XLA's CPU code flushes subnormals to zero.
             options.setdefault("flush_denormals", True)
+        if options.get("isolate", True):
+            from shlo.compiler import prepare
+
+            # The first call's compilation finds the worker up and warm.
+            prepare(target)
         self._options = options
         self._compiled: dict[Any, ExportedFunction] = {}
         self._lock = threading.Lock()

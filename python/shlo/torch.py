@@ -197,4 +197,8 @@ def compile(
     module with buffers that its forward mutates (BatchNorm in training
     mode) must be put in eval mode first. ``options`` go to ``shlo.compile``.
     """
+    if options.get("isolate", True):
+        from shlo.compiler import prepare
+
+        prepare(target)  # the worker starts while torch exports
     return TorchFunction(export(module, example_inputs, dynamic_shapes), target, **options)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import shlo
 from shlo._mlir_compat import ir, new_context, prepare_context
-from shlo.backends.cpu import runtime
+from shlo.backends.cpu import CpuBackend, runtime
 from shlo.io import module_to_bytecode
 from shlo.isolation import Worker, shared_worker, write_message
 
@@ -439,3 +439,40 @@ def test_the_frontend_verifies_each_pass_only_on_a_second_run_after_a_failure(
     with pytest.raises(shlo.ShloError, match="custom call @nobody_handles_this is not supported"):
         shlo.compile(unsupported, isolate=False)
     assert calls == [False, False, True, True]
+
+
+def test_prestarted_worker_warms_up_and_serves(worker: Worker) -> None:
+    worker.prestart(warm_up=True)
+    pid = worker.pid
+    assert pid is not None and _alive(pid)
+    worker.prestart(warm_up=True)  # running: nothing new
+    assert worker.pid == pid
+    # The warm-up compilation does not stand in the way of requests or their results.
+    assert worker.call("echo", value=1) == 1
+    assert worker.pid == pid
+    lowered = worker.call(
+        "lower",
+        backend="shlo.backends.cpu:CpuBackend",
+        source=DOUBLE,
+        entry="main",
+        arg_types=None,
+        options=CpuBackend().options(None, None, None),
+        filename="<string>",
+        max_bytes=1 << 30,
+    )
+    np.testing.assert_array_equal(CpuBackend().load(lowered)([X])[0], 2 * X)
+    assert worker.pid == pid
+
+
+def test_jit_starts_the_worker_when_it_decorates(monkeypatch) -> None:
+    import shlo.isolation as isolation
+    import shlo.jax
+
+    fresh = Worker()
+    monkeypatch.setattr(isolation, "_worker", fresh)
+    try:
+        shlo.jax.jit(lambda x: x * 2)
+        assert fresh.pid is not None  # started, not waited for
+        shlo.jax.jit(lambda x: x * 2, isolate=False)  # compiles in this process: no worker
+    finally:
+        fresh.close()
