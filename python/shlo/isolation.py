@@ -302,3 +302,20 @@ def shared_worker() -> Worker:
         if _worker is None:
             _worker = Worker()
         return _worker
+
+
+def _forget_the_parents_worker() -> None:
+    """In a forked child: start a worker of its own when it needs one.
+
+    The child inherits the parent's worker, pipes and request counter: its
+    requests would interleave with the parent's on one worker, and a reply
+    could reach the process that did not ask (the same request id in both).
+    Since shlo.jax.jit starts the worker when it decorates, a program that
+    forks after merely importing a decorated function had it too.
+    """
+    global _worker, _worker_lock
+    _worker = None
+    _worker_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_worker)

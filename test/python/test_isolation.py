@@ -476,3 +476,29 @@ def test_jit_starts_the_worker_when_it_decorates(monkeypatch) -> None:
         shlo.jax.jit(lambda x: x * 2, isolate=False)  # compiles in this process: no worker
     finally:
         fresh.close()
+
+
+def test_a_forked_child_compiles_with_a_worker_of_its_own() -> None:
+    np.testing.assert_array_equal(shlo.compile(NEGATE)(X), -X)
+    parent_worker = shared_worker()
+    read, write = os.pipe()
+    # As if another thread were compiling when the program forks: the child's
+    # copy of the parent's worker is locked for good.
+    with parent_worker._lock:
+        child = os.fork()
+    if child == 0:  # pragma: no cover (runs in the child)
+        try:
+            signal.alarm(120)  # a deadlock ends the child instead of the test
+            ok = np.array_equal(shlo.compile(DOUBLE)(X), 2 * X)
+            own = shared_worker() is not parent_worker
+            os.write(write, b"ok" if ok and own else b"bad")
+            shared_worker().close()
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    assert os.read(read, 16) == b"ok"
+    os.close(read)
+    # The parent's worker was not disturbed.
+    assert shared_worker() is parent_worker and parent_worker.pid is not None
+    np.testing.assert_array_equal(shlo.compile(NEGATE.replace("negate", "abs"))(X), np.abs(X))
