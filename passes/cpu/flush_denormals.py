@@ -42,19 +42,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defined_function, ops_named
+from shlo.ir_utils import defined_function, llvm_integer, ops_named
 from shlo.pass_framework import Pass
 
 ENTRY = "main"
 # MXCSR's flush-to-zero (bit 15) and denormals-are-zero (bit 6).
 FTZ_DAZ = 0x8040
-
-
-def _i32_constant(value: int) -> ir.Value:
-    i32 = ir.IntegerType.get_signless(32)
-    return ir.Operation.create(
-        "llvm.mlir.constant", results=[i32], attributes={"value": ir.IntegerAttr.get(i32, value)}
-    ).result
 
 
 def _call_intrinsic(name: str, pointer: ir.Value) -> None:
@@ -75,7 +68,7 @@ def _stack_slot() -> ir.Value:
     return ir.Operation.create(
         "llvm.alloca",
         results=[ir.Type.parse("!llvm.ptr")],
-        operands=[_i32_constant(1)],
+        operands=[llvm_integer(1, 32)],
         attributes={
             "elem_type": ir.TypeAttr.get(ir.IntegerType.get_signless(32)),
             "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 4),
@@ -101,7 +94,7 @@ class FlushDenormalsPass(Pass):
                 "llvm.load", results=[ir.IntegerType.get_signless(32)], operands=[saved]
             ).result
             flushing = ir.Operation.create(
-                "llvm.or", results=[mxcsr.type], operands=[mxcsr, _i32_constant(FTZ_DAZ)]
+                "llvm.or", results=[mxcsr.type], operands=[mxcsr, llvm_integer(FTZ_DAZ, 32)]
             ).result
             ir.Operation.create("llvm.store", operands=[flushing, mode])
             _call_intrinsic("llvm.x86.sse.ldmxcsr", mode)

@@ -27,17 +27,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defined_function
+from shlo.ir_utils import defined_function, llvm_integer
 from shlo.pass_framework import Pass
 
 ENTRY = "main"
-
-
-def _i64(value: int) -> ir.Value:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.Operation.create(
-        "llvm.mlir.constant", results=[i64], attributes={"value": ir.IntegerAttr.get(i64, value)}
-    ).result
 
 
 def _insert(descriptor: ir.Value, value: ir.Value, position: list[int]) -> ir.Value:
@@ -69,10 +62,10 @@ def _descriptor(pointer: ir.Value, type_: ir.MemRefType) -> ir.Value:
     descriptor = ir.Operation.create("llvm.mlir.poison", results=[struct]).result
     descriptor = _insert(descriptor, pointer, [0])
     descriptor = _insert(descriptor, pointer, [1])
-    descriptor = _insert(descriptor, _i64(0), [2])
+    descriptor = _insert(descriptor, llvm_integer(0), [2])
     for dim, (size, stride) in enumerate(zip(shape, _strides(shape))):
-        descriptor = _insert(descriptor, _i64(size), [3, dim])
-        descriptor = _insert(descriptor, _i64(stride), [4, dim])
+        descriptor = _insert(descriptor, llvm_integer(size), [3, dim])
+        descriptor = _insert(descriptor, llvm_integer(stride), [4, dim])
     return descriptor
 
 

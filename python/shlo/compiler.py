@@ -325,7 +325,8 @@ def compile(
     reused by later compilations, in any process (``shlo.disk_cache``).
     """
     backend = backend_path(target)  # an unknown target fails here, listing the known ones
-    options = load_backend(backend).options(pipeline, threads, arch, flush_denormals)
+    implementation = load_backend(backend)
+    options = implementation.options(pipeline, threads, arch, flush_denormals)
     from shlo import jax as shlo_jax
 
     exported = source if shlo_jax.is_exported(source) else shlo_jax.deserialize_exported(source)
@@ -345,7 +346,7 @@ def compile(
     source, filename = _program(source)
     lowered = None
     if isolate and disk_cache.cache_dir() is None:
-        load_backend(backend).prepare_to_load()
+        implementation.prepare_to_load()
         # A static entry's code comes with its signature, from one request.
         signature, lowered = shared_worker().call(
             "inspect_and_lower",

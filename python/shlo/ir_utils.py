@@ -110,6 +110,15 @@ def create_value(
     ).result
 
 
+def llvm_integer(value: int, width: int = 64) -> ir.Value:
+    """An ``llvm.mlir.constant`` of a signless integer of ``width`` bits."""
+    type_ = ir.IntegerType.get_signless(width)
+    attribute = ir.IntegerAttr.get(type_, value)
+    return ir.Operation.create(
+        "llvm.mlir.constant", results=[type_], attributes={"value": attribute}
+    ).result
+
+
 def i64_attr(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 

@@ -513,8 +513,8 @@ _link_setup_lock = threading.Lock()
 
 
 def prepare_linking_in_background() -> None:
-    """Make what linking needs (the allocation guard's object, the stub libraries, the
-    OpenMP runtime loaded) in a thread, once per process, while the worker compiles.
+    """Make what linking needs (the allocation guard's object, the stub libraries: what
+    ``_link_commands`` makes) in a thread, once per process, while the worker compiles.
 
     Each is made once per process and cached; made on demand, they took 90
     of the 500 ms of a process's first compilation (``shlo-run`` on a small
@@ -533,13 +533,8 @@ def _prepare_linking() -> None:
     if driver is None:
         return
     try:
-        _allocation_guard_object(driver)
-        direct = _direct_link(driver)
-        for library in direct[1] if direct is not None else []:
-            _stub_or_itself(driver, library)
-        openmp = load_openmp()
-        if openmp is not None:
-            _needed_stub(driver, openmp)
+        # The commands themselves are dropped; making them makes and keeps the helpers.
+        _link_commands(driver, "code.o", "code.so", openmp_library())
     except (ShloError, OSError, subprocess.SubprocessError):
         pass
 
