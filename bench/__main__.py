@@ -75,6 +75,7 @@ from bench.systems import (  # noqa: E402
     prepare,
     warm_up,
 )
+from bench.timing import WARM_UP_S, untimed_calls  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).parent / "results"
 # Full mode: timing stops after this many seconds or --repeats calls per
@@ -155,15 +156,18 @@ def time_interleaved(
     budget_s: float,
     results: dict[str, SystemResult],
     settle_s: float = 0.0,
+    warm_s: float = WARM_UP_S,
 ) -> None:
     """One call per system per round; a system stops after budget_s or ``repeats`` calls.
 
     Before each timed call the machine idles ``settle_s`` seconds, then the
-    system makes one untimed call: thread pools spin-wait after their work
-    (OpenBLAS, OpenMP's 200 ms blocktime, XLA's Eigen pool), and a call timed
-    right after another system's would share the cores with those spinning
-    threads; the untimed call wakes the system's own threads and caches, as
-    in a loop of calls.
+    system makes untimed calls for ``warm_s`` seconds (at least one): thread
+    pools spin-wait after their work (OpenBLAS, OpenMP's 200 ms blocktime,
+    XLA's Eigen pool), and a call timed right after another system's would
+    share the cores with those spinning threads; the untimed calls wake the
+    system's own threads, caches and the cores themselves, as in a loop of
+    calls. One call was not enough: after the pause the cores need about
+    5 ms of work to reach their steady speed.
     """
     spent = dict.fromkeys(calls, 0.0)
     for _ in range(repeats):
@@ -174,7 +178,7 @@ def time_interleaved(
             try:
                 if settle_s and len(active) > 1:
                     time.sleep(settle_s)
-                    calls[system]()
+                    untimed_calls(calls[system], warm_s)
                 start = time.perf_counter()
                 calls[system]()
             except Exception as error:
@@ -266,7 +270,7 @@ def run_model(
         if copy is not None:
             calls["copy"] = copy
             timed["copy"] = result.copy = SystemResult("ok", correct=True)
-    time_interleaved(calls, args.repeats, args.budget, timed, args.settle)
+    time_interleaved(calls, args.repeats, args.budget, timed, args.settle, args.warm)
     for entry in timed.values():
         if entry.samples_ms:
             entry.min_ms = min(entry.samples_ms)
@@ -453,8 +457,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--settle",
         type=float,
-        help="seconds of idle, then one untimed call, before each timed call, so that the "
+        help="seconds of idle, then --warm seconds of untimed calls, before each timed call, so that the "
         "previous system's spinning threads sleep (default 0.25; 0 in --quick mode)",
+    )
+    parser.add_argument(
+        "--warm",
+        type=float,
+        default=WARM_UP_S,
+        help="seconds of untimed calls after the idle, before each timed call "
+        f"(default {WARM_UP_S}; at least one call)",
     )
     parser.add_argument(
         "--systems",
@@ -571,7 +582,8 @@ def run(args: argparse.Namespace, device: Any) -> int:
     mode = "quick (small sizes, correctness)" if args.quick else "full"
     print(
         f"mode: {mode}; systems: {', '.join(args.system_list)}; repeats {args.repeats}, "
-        f"budget {args.budget} s per system and model, {args.settle} s idle before each call"
+        f"budget {args.budget} s per system and model, {args.settle} s idle and {args.warm} s "
+        "of untimed calls before each call"
     )
     if device is not None:
         print(
@@ -610,6 +622,7 @@ def run(args: argparse.Namespace, device: Any) -> int:
             "repeats": args.repeats,
             "budget_s": args.budget,
             "settle_s": args.settle,
+            "warm_s": args.warm,
             "threads": args.threads,
             "SHLO_CACHE_DIR": os.environ.get("SHLO_CACHE_DIR"),
             "SHLO_THREADS": os.environ.get("SHLO_THREADS"),

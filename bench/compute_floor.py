@@ -13,8 +13,8 @@ their time divided by the thread count: that assumed two threads run twice
 as fast as one, and on the bench's machine they run the elementwise chain
 1.5x as fast (its floor came out at 0.59 ms for 0.77). The full model, the
 slices and a copy of the model's bytes (``bench.peak.same_bytes_copy``) are
-timed in the same interleaved rounds, each after an idle pause and one
-untimed call, as in ``python -m bench``. The last column is the most a model
+timed in the same interleaved rounds, each after an idle pause and 20 ms
+of untimed calls, as in ``python -m bench``. The last column is the most a model
 can reach of the copy's speed when its arithmetic runs at the floor:
 copy / max(copy, floor).
 
@@ -40,6 +40,7 @@ from shlo.backends.cpu.pipeline import default_threads
 
 from bench import models, peak
 from bench.__main__ import MIN_COPY_BYTES
+from bench.timing import untimed_calls
 
 # About 512 KB of f32 in the larger slice: in two cores' L2 caches with its
 # result; the smaller one, half of it, still gets a thread per core
@@ -63,9 +64,9 @@ def compiled(fn: Callable, args: tuple[np.ndarray, ...], threads: int) -> Callab
 
 
 def seconds(call: Callable[[], object], calls: int, settle: float) -> float:
-    """Seconds per call of ``calls`` calls in a row, after an idle pause and one untimed call."""
+    """Seconds per call of ``calls`` calls in a row, after an idle pause and a warm-up."""
     time.sleep(settle)
-    call()
+    untimed_calls(call)
     start = time.perf_counter()
     for _ in range(calls):
         call()

@@ -6,6 +6,20 @@ import statistics
 import time
 from collections.abc import Callable
 
+# After an idle pause this machine takes about 5 ms of work to reach its
+# steady state again: a 0.2 ms layernorm and a same-bytes copy each ran 1.7x
+# slower right after 0.25 s of sleep and one untimed call, and at their
+# loop-of-calls speed after 5 ms of calls (bench/README.md, "Warm-up").
+WARM_UP_S = 0.02
+
+
+def untimed_calls(fn: Callable[[], object], seconds: float = WARM_UP_S) -> None:
+    """Call ``fn`` untimed for ``seconds`` (at least once)."""
+    end = time.perf_counter() + seconds
+    fn()
+    while time.perf_counter() < end:
+        fn()
+
 
 def seconds_per_call(fn: Callable[[], object], budget: float = 0.2) -> float:
     """Mean time per call of ``fn`` over ``budget`` seconds of calls, after one warm-up."""

@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,36 @@ def test_compare_integers_exactly_and_counts_outputs() -> None:
     assert compare([ints], [ints], rtol=1e-4)[0] == ""
     assert "1 elements differ" in compare([ints + (ints == 3)], [ints], rtol=1e-4)[0]
     assert "2 outputs, expected 1" in compare([ints, ints], [ints], rtol=1e-4)[0]
+
+
+def test_each_timed_call_follows_a_warm_up_of_untimed_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # After an idle pause one untimed call left the cores slow; each timed
+    # call now comes after warm_s seconds of untimed ones.
+    import bench.__main__ as suite
+    from bench.timing import untimed_calls
+
+    events: list[str] = []
+    monkeypatch.setattr(
+        suite, "untimed_calls", lambda fn, seconds: events.append(f"warm {seconds}")
+    )
+    calls = {name: (lambda name=name: events.append(name)) for name in ("a", "b")}
+    results = {name: suite.SystemResult("ok") for name in calls}
+    suite.time_interleaved(calls, 2, 10.0, results, settle_s=0.001, warm_s=0.02)
+    assert events == ["warm 0.02", "a", "warm 0.02", "b"] * 2
+
+    count = [0]
+
+    def call() -> None:
+        count[0] += 1
+
+    start = time.perf_counter()
+    untimed_calls(call, 0.02)
+    assert time.perf_counter() - start >= 0.02 and count[0] > 1
+    count[0] = 0
+    untimed_calls(call, 0.0)
+    assert count[0] == 1
 
 
 def test_wrong_shlo_result_fails_the_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
