@@ -457,8 +457,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--settle",
         type=float,
-        help="seconds of idle, then --warm seconds of untimed calls, before each timed call, so that the "
-        "previous system's spinning threads sleep (default 0.25; 0 in --quick mode)",
+        help="seconds of idle, then --warm seconds of untimed calls, before each timed call, "
+        "so that the previous system's spinning threads sleep (default 0.25; 0 in --quick mode)",
     )
     parser.add_argument(
         "--warm",

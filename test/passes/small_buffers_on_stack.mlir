@@ -96,3 +96,51 @@ func.func @at_the_limit(%x: memref<256xf32>) {
   memref.dealloc %t : memref<256xf32>
   return
 }
+
+// -----
+
+// A step of a parallel loop takes block-sized buffers too, up to
+// STEP_MAX_BYTES (64 KB) each and STEP_BUDGET_BYTES (128 KB) a step: a block
+// of rows' temporaries. The third 64 KB buffer and the one of 128 KB stay on
+// the heap, as do the function's own buffers over MAX_BYTES.
+// CHECK-LABEL: func @block_temporaries
+// CHECK: memref.alloc() : memref<16384xf32>
+// CHECK: memref.alloca_scope
+// CHECK-NEXT: memref.alloca() : memref<16384xf32>
+// CHECK-NEXT: memref.alloca() : memref<16384xf32>
+// CHECK-NEXT: memref.alloc() : memref<16384xf32>
+// CHECK-NEXT: memref.alloc() : memref<32768xf32>
+// CHECK-NEXT: memref.alloca() : memref<2xf32>
+// CHECK-COUNT-2: memref.dealloc
+// CHECK-NOT: memref.dealloc
+// CHECK: memref.alloca_scope
+// CHECK-NEXT: memref.alloca() : memref<16384xf32>
+// CHECK-NOT: memref.alloc()
+// CHECK: return
+func.func @block_temporaries(%x: memref<16384xf32>) {
+  %own = memref.alloc() : memref<16384xf32>
+  memref.copy %x, %own : memref<16384xf32> to memref<16384xf32>
+  memref.dealloc %own : memref<16384xf32>
+  memref.alloca_scope {
+    %a = memref.alloc() : memref<16384xf32>
+    %b = memref.alloc() : memref<16384xf32>
+    %c = memref.alloc() : memref<16384xf32>
+    %d = memref.alloc() : memref<32768xf32>
+    %small = memref.alloc() : memref<2xf32>
+    memref.copy %x, %a : memref<16384xf32> to memref<16384xf32>
+    memref.copy %a, %b : memref<16384xf32> to memref<16384xf32>
+    memref.copy %b, %c : memref<16384xf32> to memref<16384xf32>
+    memref.dealloc %a : memref<16384xf32>
+    memref.dealloc %b : memref<16384xf32>
+    memref.dealloc %c : memref<16384xf32>
+    memref.dealloc %d : memref<32768xf32>
+    memref.dealloc %small : memref<2xf32>
+  }
+  // A step of another loop has a budget of its own.
+  memref.alloca_scope {
+    %e = memref.alloc() : memref<16384xf32>
+    memref.copy %x, %e : memref<16384xf32> to memref<16384xf32>
+    memref.dealloc %e : memref<16384xf32>
+  }
+  return
+}
