@@ -123,6 +123,16 @@ def _body_is_vectorizable(op: ir.Operation) -> bool:
     return True
 
 
+# A transpose whose result fits in this much of the L2 cache (a matmul's
+# block of a transposed weight, packed for its register tiles) walks its
+# input's rows in the inner loop: the writes stay in cache, and the reads
+# follow 16 rows of the input instead of jumping to 16 new rows at every
+# square tile. GPT-2's [128, 768] x [3072, 768]^T with weights not in cache:
+# 2.70 -> 2.43 ms; GPT-2, 12 layers, 113 -> 98 ms. Larger transposes keep
+# the other order, whose writes follow the output's rows.
+CACHED_TRANSPOSE_BYTES = 256 << 10
+
+
 @dataclass(frozen=True)
 class _Loops:
     """The loop nest of one op: sizes, which loops reduce, and the vector loop.
@@ -390,11 +400,16 @@ class PlanVectorCodegenPass(Pass):
             sizes[v] = 0
         else:
             sizes[v] = tile if loops.sizes[v] > tile else 0
-        tiled_loops = [i for i, size in enumerate(sizes) if size]
+        order = list(range(rank))
+        result_bytes = math.prod(loops.sizes) * loops.element_bits // 8
+        if loops.transposed is not None and result_bytes <= CACHED_TRANSPOSE_BYTES:
+            order = [d for d in order if d != loops.transposed] + [loops.transposed]
+        tiled_loops = [i for i in order if sizes[i]]
         if tiled_loops:
+            interchange = "" if order == sorted(order) else f" interchange = {sizes_text(order)}"
             lines.append(
                 f"%tiled, %loops:{len(tiled_loops)} = transform.structured.tile_using_for {handle}"
-                f" tile_sizes {sizes_text(sizes)}"
+                f" tile_sizes {sizes_text(sizes)}{interchange}"
                 f" : (!transform.any_op) -> {_results(len(tiled_loops))}"
             )
             handle = "%tiled"
@@ -421,7 +436,7 @@ class PlanVectorCodegenPass(Pass):
             if loops.transposed is not None:
                 # Full square tiles static, the partial ones scalar; the inner loop
                 # first, since peeling the outer one copies it.
-                for loop in sorted((v, loops.transposed), reverse=True):
+                for loop in sorted((v, loops.transposed), key=tiled_loops.index, reverse=True):
                     if loops.sizes[loop] % lanes:
                         lines.append(_peel(f"%loops#{tiled_loops.index(loop)}", f"_{loop}"))
         return suppressed_sequence(lines)

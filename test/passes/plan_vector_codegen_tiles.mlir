@@ -55,3 +55,43 @@ func.func @reduction(%p: tensor<4096xf32>, %init: tensor<f32>) -> tensor<f32> {
   } -> tensor<f32>
   return %r : tensor<f32>
 }
+
+// -----
+
+#in = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0, d1)>
+
+// A transpose whose result stays in cache (a matmul's block of a transposed
+// weight: 256 x 128 f32, 128 KB) walks its input's rows in the inner loop:
+// the input's contiguous loop (d0) goes last.
+// CHECK-LABEL: module
+// CHECK: tile_using_for %{{.*}} tile_sizes [16, 16] interchange = [1, 0]
+func.func @cached_transpose(%w: tensor<128x256xf32>) -> tensor<256x128xf32> {
+  %e = tensor.empty() : tensor<256x128xf32>
+  %r = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<128x256xf32>) outs(%e : tensor<256x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<256x128xf32>
+  return %r : tensor<256x128xf32>
+}
+
+// -----
+
+#in = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0, d1)>
+
+// A larger one (1 MB) keeps the loops in order: its writes follow the
+// output's rows.
+// CHECK-LABEL: module
+// CHECK: tile_using_for %{{.*}} tile_sizes [16, 16] :
+// CHECK-NOT: interchange
+func.func @large_transpose(%w: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %e = tensor.empty() : tensor<512x512xf32>
+  %r = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<512x512xf32>) outs(%e : tensor<512x512xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<512x512xf32>
+  return %r : tensor<512x512xf32>
+}
