@@ -92,18 +92,15 @@ def _own_dealloc(alloc: ir.Operation) -> ir.Operation | None:
     return deallocs[0]
 
 
-def _take_step_stack(taken: list[tuple[ir.Operation, int]], scope: ir.Operation, size: int) -> bool:
+def _take_step_stack(taken: dict[ir.Operation, int], scope: ir.Operation, size: int) -> bool:
     """Whether a parallel step ``scope`` (not a function) has ``size`` more bytes of
     stack to give; if so, they are counted in ``taken``."""
     if scope.name != "memref.alloca_scope":
         return False
-    for index, (step, used) in enumerate(taken):
-        if step == scope:
-            if used + size > STEP_BUDGET_BYTES:
-                return False
-            taken[index] = (step, used + size)
-            return True
-    taken.append((scope, size))
+    used = taken.get(scope.operation, 0) + size
+    if used > STEP_BUDGET_BYTES:
+        return False
+    taken[scope.operation] = used
     return True
 
 
@@ -115,14 +112,14 @@ class SmallBuffersOnStackPass(Pass):
 
     def run(self, module: ir.Operation) -> None:
         # The bytes of buffers above MAX_BYTES given to each parallel step so far.
-        taken: list[tuple[ir.Operation, int]] = []
+        taken: dict[ir.Operation, int] = {}
         for alloc in ops_named(module, "memref.alloc"):
             type_ = ir.MemRefType(alloc.results[0].type)
             size = array_bytes(type_)
             if size is None or size > STEP_MAX_BYTES or len(alloc.operands):
                 continue
             dealloc = _own_dealloc(alloc)
-            scope = _stack_scope(alloc) if dealloc is not None else None
+            scope = None if dealloc is None else _stack_scope(alloc)
             if scope is None:
                 continue
             if size > MAX_BYTES and not _take_step_stack(taken, scope, size):
