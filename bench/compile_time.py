@@ -6,15 +6,20 @@ by XLA (``jax.jit(fn).lower(...).compile()``, a fresh function each time so
 nothing is cached), in the same run. It prints seconds, microseconds per op
 and the growth from one size to the next: linear compile time keeps the
 per-op cost flat. ``--gpt2-layers`` does the same for GPT-2 (transformers
-Flax, n_embd 768, seq 128) with that many layers, per layer.
+Flax, n_embd 768, seq 128) with that many layers, per layer. ``--stages``
+splits shlo's compile of bench models (``bench.models``) by the stages the
+worker reports (``shlo.progress``), the fastest of ``--repeats`` compiles,
+next to XLA's first compile of the model in this process.
 
   .venv/bin/python bench/compile_time.py [--sizes 1000,2000,4000,10000] [--width 1024]
   .venv/bin/python bench/compile_time.py --gpt2-layers 1,2,4,8,12
+  .venv/bin/python -m bench.compile_time --stages matmul,softmax,attention,gpt2 [--repeats 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 
@@ -64,12 +69,60 @@ def gpt2_compile_times(layer_counts: list[int]) -> None:
         )
 
 
+def stage_times(names: list[str], repeats: int) -> None:
+    """A row per model: shlo's fastest compile split by stage, and XLA's compile, in ms."""
+    # Run as ``python -m bench.compile_time``: the repository's root is on the path.
+    from shlo import progress
+
+    from bench import models
+    from bench.systems import Case
+
+    # The worker's start and each compiler's first-use costs are no model's.
+    tiny = (np.zeros(4, np.float32), np.ones(4, np.float32))
+    shlo.compile(export.export(jax.jit(chain(1)))(*tiny).mlir_module_serialized)
+    jax.jit(chain(1)).lower(*tiny).compile()
+    print("| model | shlo ms | xla ms | shlo/xla | shlo's stages, ms |")
+    print("|---|---:|---:|---:|---|")
+    for name in names:
+        case = Case.export(getattr(models, name)(False))
+        best: tuple[float, list[tuple[str, float]]] | None = None
+        for _ in range(repeats):
+            marks: list[tuple[str, float]] = []
+            start = time.perf_counter()
+            with progress.listening(lambda stage: marks.append((stage, time.perf_counter()))):
+                shlo.compile(case.exported.mlir_module_serialized)
+            end = time.perf_counter()
+            # A stage lasts until the next one starts: before the first, the
+            # request reaches the worker; the last includes the host's link and load.
+            stages = ["request", *(stage for stage, _ in marks)]
+            bounds = [start, *(at for _, at in marks), end]
+            if best is None or end - start < best[0]:
+                spans = [(b - a) * 1e3 for a, b in itertools.pairwise(bounds)]
+                best = (end - start, list(zip(stages, spans, strict=True)))
+        assert best is not None
+        lowered = jax.jit(case.model.fn).lower(*case.model.args)  # tracing is not compile time
+        start = time.perf_counter()
+        lowered.compile()
+        xla_ms = (time.perf_counter() - start) * 1e3
+        shlo_ms = best[0] * 1e3
+        split = ", ".join(f"{stage} {ms:.1f}" for stage, ms in best[1])
+        print(
+            f"| {name} | {shlo_ms:.1f} | {xla_ms:.1f} | {shlo_ms / xla_ms:.1f} | {split} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,4000,10000")
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--gpt2-layers", help="comma-separated layer counts, e.g. 1,2,4,8,12")
+    parser.add_argument("--stages", help="comma-separated bench models, e.g. matmul,attention")
+    parser.add_argument("--repeats", type=int, default=5, help="compiles per model (--stages)")
     args = parser.parse_args()
+    if args.stages:
+        stage_times(args.stages.split(","), args.repeats)
+        return
     if args.gpt2_layers:
         gpt2_compile_times([int(n) for n in args.gpt2_layers.split(",")])
         return

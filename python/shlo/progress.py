@@ -38,6 +38,18 @@ def listener() -> Callable[[str], None] | None:
     return _listener
 
 
+@contextlib.contextmanager
+def listening(callback: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, the host calls ``callback(name)`` as each compilation enters
+    a stage (``bench/compile_time.py --stages`` times them)."""
+    global _listener
+    previous, _listener = _listener, callback
+    try:
+        yield
+    finally:
+        _listener = previous
+
+
 class TerminalProgress:
     """Writes ``prog: compiling: <stage> (2.4 s)`` over one line of a terminal."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
 import pytest
@@ -17,21 +18,45 @@ func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {
 """
 
 
-def test_the_worker_reports_each_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_worker_reports_each_stage() -> None:
     seen: list[str] = []
-    monkeypatch.setattr(progress, "_listener", seen.append)
-    executable = shlo.compile(PROGRAM)  # isolated: the stages come from the worker
-    executable(np.ones(5, np.float32))
-    assert seen == [
-        "frontend",
-        "shape refinement",
-        "linalg, tiling and vectorization",
-        "loops to LLVM",
-        "LLVM code generation",
-    ]
-    seen.clear()
-    executable(np.ones(5, np.float32))  # compiled already: no stages
-    assert seen == []
+    with progress.listening(seen.append):
+        executable = shlo.compile(PROGRAM)  # isolated: the stages come from the worker
+        executable(np.ones(5, np.float32))
+        assert seen == [
+            "frontend",
+            "shape refinement",
+            "linalg, tiling and vectorization",
+            "loops to LLVM",
+            "LLVM code generation",
+        ]
+        seen.clear()
+        executable(np.ones(5, np.float32))  # compiled already: no stages
+        assert seen == []
+    assert progress.listener() is None
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="shards need 2 cores")
+def test_a_module_compiled_in_shards_says_so() -> None:
+    pytest.importorskip("jax")
+    from bench import models
+    from bench.systems import Case
+
+    # Attention: enough LLVM work to split over 2 cores (parallel_codegen).
+    case = Case.export(models.attention(False))
+    seen: list[str] = []
+    with progress.listening(seen.append):
+        shlo.compile(case.exported.mlir_module_serialized)
+    assert seen[-1] == "LLVM code generation in 2 shards"
+
+
+def test_listening_restores_the_previous_listener() -> None:
+    outer: list[str] = []
+    with progress.listening(outer.append):
+        with progress.listening(print):
+            assert progress.listener() is print
+        assert progress.listener() == outer.append
+    assert progress.listener() is None
 
 
 def test_no_listener_no_output(capsys: pytest.CaptureFixture[str]) -> None:

@@ -174,6 +174,7 @@ def compile_in_parallel(
     plan = plan_shards(module, jobs, "main")
     if plan is None:
         return None
+    progress.stage(f"LLVM code generation in {len(plan)} shards")
     elsewhere = [[n for other in plan if other is not names for n in other] for names in plan]
 
     def compile_shard(index: int, directory: str) -> None:
@@ -315,6 +316,7 @@ def lower_in_parallel(
     plan = None if weights is None else _balanced(weights, jobs, "main", MIN_SAVED_FUNCTION_OPS)
     if plan is None:
         return None
+    progress.stage(f"LLVM dialect and code generation in {len(plan)} shards")
     elsewhere = [[n for other in plan if other is not names for n in other] for names in plan]
 
     def lower_shard(index: int, directory: str) -> None:
