@@ -92,11 +92,11 @@ def stage_times(names: list[str], repeats: int) -> None:
             with progress.listening(lambda stage: marks.append((stage, time.perf_counter()))):
                 shlo.compile(case.exported.mlir_module_serialized)
             end = time.perf_counter()
-            # A stage lasts until the next one starts: before the first, the
-            # request reaches the worker; the last includes the host's link and load.
-            stages = ["request", *(stage for stage, _ in marks)]
-            bounds = [start, *(at for _, at in marks), end]
             if best is None or end - start < best[0]:
+                # A stage lasts until the next one starts: before the first, the request
+                # reaches the worker; the last includes the host's link and load.
+                stages = ["request", *(stage for stage, _ in marks)]
+                bounds = [start, *(at for _, at in marks), end]
                 spans = [(b - a) * 1e3 for a, b in itertools.pairwise(bounds)]
                 best = (end - start, list(zip(stages, spans, strict=True)))
         assert best is not None

@@ -84,14 +84,12 @@ def show_on_terminal(prog: str) -> Iterator[None]:
 
     Only when stderr is a terminal: logs and pipes stay clean.
     """
-    global _listener
     if not sys.stderr.isatty():
         yield
         return
     progress = TerminalProgress(prog)
-    _listener = progress
     try:
-        yield
+        with listening(progress):
+            yield
     finally:
-        _listener = None
         progress.clear()
