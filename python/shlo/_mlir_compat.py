@@ -14,10 +14,13 @@ Binding behaviour relied on (checked against that wheel):
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib
+import os
 import sys
 import types
+from collections.abc import Mapping, Sequence
 
 from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
@@ -58,6 +61,7 @@ __all__ = [
     "torch_decompositions",
     "torch_fx_import",
     "use_linalg_without_opdsl",
+    "write_object_file",
 ]
 
 
@@ -249,3 +253,83 @@ def _tracker_keeping_alive() -> object:
             return super().track(referrent)
 
     return KeepingAlive()
+
+
+class _StringRef(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_char_p), ("length", ctypes.c_size_t)]
+
+
+def _string_ref(text: str) -> _StringRef:
+    data = text.encode()
+    return _StringRef(data, len(data))
+
+
+@functools.cache
+def _execution_engine_capi() -> ctypes.CDLL:
+    """The MLIR C API's ExecutionEngine functions, called through ctypes, which
+    releases the GIL for the call (the bindings' ExecutionEngine holds it)."""
+    from torch_mlir import _mlir_libs
+
+    capi = ctypes.CDLL(
+        os.path.join(os.path.dirname(_mlir_libs.__file__), "libTorchMLIRAggregateCAPI.so")
+    )
+    pointer = ctypes.c_void_p
+    capi.mlirModuleFromOperation.argtypes = [pointer]
+    capi.mlirModuleFromOperation.restype = pointer
+    capi.mlirExecutionEngineCreate.argtypes = [
+        pointer,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.POINTER(_StringRef),
+        ctypes.c_bool,
+        ctypes.c_bool,
+    ]
+    capi.mlirExecutionEngineCreate.restype = pointer
+    capi.mlirExecutionEngineRegisterSymbol.argtypes = [pointer, _StringRef, pointer]
+    capi.mlirExecutionEngineLookup.argtypes = [pointer, _StringRef]
+    capi.mlirExecutionEngineLookup.restype = pointer
+    capi.mlirExecutionEngineDumpToObjectFile.argtypes = [pointer, _StringRef]
+    capi.mlirExecutionEngineDestroy.argtypes = [pointer]
+    return capi
+
+
+def _operation_pointer(operation: ir.Operation) -> int:
+    capsule = operation._CAPIPtr
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.argtypes, name.restype = [ctypes.py_object], ctypes.c_char_p
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.argtypes, get.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+    return get(capsule, name(capsule))
+
+
+def write_object_file(
+    module: ir.Operation,
+    path: str,
+    defines: str,
+    opt_level: int,
+    shared_libs: Sequence[str] = (),
+    symbols: Mapping[str, int] | None = None,
+) -> None:
+    """Write to ``path`` the object code the ExecutionEngine makes of ``module`` (a
+    builtin.module of the LLVM dialect) that defines ``defines``.
+
+    ``symbols`` gives the address of each function the code calls that neither
+    the module nor ``shared_libs`` defines. The C API is called without the
+    GIL, so threads compile modules at once: those of one context only while
+    it has multithreading enabled, since the translation reads its uniquers.
+    """
+    capi = _execution_engine_capi()
+    paths = (_StringRef * max(len(shared_libs), 1))(*map(_string_ref, shared_libs))
+    handle = capi.mlirModuleFromOperation(_operation_pointer(module))
+    engine = capi.mlirExecutionEngineCreate(handle, opt_level, len(shared_libs), paths, True, False)
+    if not engine:
+        raise RuntimeError("LLVM could not translate the module or make a JIT for this machine")
+    try:
+        for name, address in (symbols or {}).items():
+            capi.mlirExecutionEngineRegisterSymbol(engine, _string_ref(name), address)
+        # Code is generated on the first lookup.
+        if not capi.mlirExecutionEngineLookup(engine, _string_ref(defines)):
+            raise RuntimeError(f"the JIT has no symbol {defines}")
+        capi.mlirExecutionEngineDumpToObjectFile(engine, _string_ref(path))
+    finally:
+        capi.mlirExecutionEngineDestroy(engine)

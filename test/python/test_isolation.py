@@ -301,6 +301,7 @@ def test_isolated_compile_generates_no_code_in_the_host(monkeypatch) -> None:
         raise AssertionError("the host ran LLVM's code generator")
 
     monkeypatch.setattr(runtime, "ExecutionEngine", refuse)
+    monkeypatch.setattr(runtime, "write_object_file", refuse)
     monkeypatch.setattr(runtime, "compile_object", refuse)
     np.testing.assert_array_equal(shlo.compile(DOUBLE)(X), 2 * X)
     with pytest.raises(AssertionError, match="code generator"):

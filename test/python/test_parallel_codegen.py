@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
-from shlo._mlir_compat import ir, new_context
+from shlo._mlir_compat import ir, new_context, write_object_file
 from shlo.backends.cpu import parallel_codegen, runtime
 from shlo.backends.cpu.lowering import (
     LAST_WHOLE_MODULE_PASS,
@@ -72,12 +74,10 @@ def test_plan_puts_main_first_and_every_function_once(lowered, monkeypatch):
     assert sorted(names) == sorted(defined) and len(defined) >= 3
 
 
-def test_small_modules_and_mutable_globals_are_not_split(lowered, monkeypatch):
-    assert (
-        parallel_codegen.plan_shards(_module(lowered), 2, "main") is None
-    )  # too little to take off
+def test_modules_with_mutable_globals_are_not_split(lowered, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     module = _module(lowered)
+    assert parallel_codegen.plan_shards(module, 2, "main") is not None
     with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown(module.context):
         ir.Operation.create(
             "llvm.mlir.global",
@@ -110,7 +110,6 @@ def test_split_only_when_it_shortens_the_longest_shard_enough(lowered, monkeypat
 
 def test_sharded_object_computes_what_the_serial_one_does(lowered, inputs, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
-    monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
     monkeypatch.setenv("SHLO_THREADS", "2")
     split = []
     original = parallel_codegen.compile_in_parallel
@@ -125,14 +124,13 @@ def test_sharded_object_computes_what_the_serial_one_does(lowered, inputs, monke
     _assert_computes_expected(sharded, lowered, inputs)
 
 
-def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch):
+def test_a_failing_shard_falls_back_to_one_thread(lowered, inputs, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
-    monkeypatch.setattr(parallel_codegen, "fork_allowed", True)
     monkeypatch.setenv("SHLO_THREADS", "2")
     original = runtime._object_code
 
     def failing_elsewhere(module, opt_level, symbol, elsewhere=()):
-        if symbol != "main" and elsewhere:  # a shard without main, in a child
+        if symbol != "main" and elsewhere:  # a shard without main, on its thread
             raise RuntimeError("the child's code generator failed")
         return original(module, opt_level, symbol, elsewhere)
 
@@ -149,10 +147,26 @@ def test_a_failing_shard_falls_back_to_one_process(lowered, inputs, monkeypatch)
     _assert_computes_expected(code, lowered, inputs)
 
 
-def test_not_split_outside_the_worker(lowered, monkeypatch):
+def test_shards_are_compiled_at_the_same_time(lowered, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
-    monkeypatch.setattr(parallel_codegen, "fork_allowed", False)
-    assert parallel_codegen.compile_in_parallel(_module(lowered), None, 2, "cc") is None
+    both_started = threading.Barrier(2, timeout=30)
+
+    def compile_one(shard, symbol, elsewhere):
+        both_started.wait()  # broken (an error, so no object) if the shards ran in turn
+        return runtime.object_code(shard, symbol, elsewhere)
+
+    joiner = runtime.shard_joiner()
+    assert parallel_codegen.compile_in_parallel(_module(lowered), compile_one, 2, joiner)
+
+
+def test_an_object_file_needs_its_symbol_defined(lowered, tmp_path):
+    with pytest.raises(RuntimeError, match="no symbol shlo_missing"):
+        write_object_file(_module(lowered).operation, str(tmp_path / "code.o"), "shlo_missing", 2)
+
+
+def test_not_split_on_one_thread(lowered, monkeypatch):
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
+    assert parallel_codegen.compile_in_parallel(_module(lowered), None, 1, "cc") is None
 
 
 @pytest.fixture

@@ -1,32 +1,33 @@
-"""LLVM code generation on several cores: the module split by function, one shard per process.
+"""LLVM code generation on several cores: the module split by function into shards.
 
-LLVM compiles a module on one thread, and the ExecutionEngine holds the GIL
-while it does, so threads do not help. In the worker process (where a crash
-is already contained, and no other thread runs LLVM) the functions are split
-into shards of about equal size, forked children compile one shard each
-while the worker waits, and ``ld -r`` joins their objects into one. A
-function another shard defines is only declared in this one (the kernels
-have external linkage, so the linker resolves the calls); globals, all
-constant, are copied into every shard. On GPT-2 (12 layers) this takes
-LLVM's time from 0.93 to 0.58 s on two cores.
+LLVM compiles a module on one thread. ``compile_in_parallel`` splits the
+functions into shards of about equal size, and threads compile one shard
+each: ``write_object_file`` calls LLVM without the GIL. ``ld -r`` joins
+their objects into one. A function another shard defines is only declared
+in this one (the kernels have external linkage, so the linker resolves the
+calls); globals, all constant, are copied into every shard.
 
 ``lower_in_parallel`` splits earlier, once the kernels are outlined: each
-child also lowers its functions to the LLVM dialect, the last MLIR passes,
-which work on one function at a time. Each child lists the LLVM signature
-of every function it defines or calls, and the shards are joined only when
+shard is also lowered to the LLVM dialect, the last MLIR passes, which work
+on one function at a time. Those passes hold the GIL (some are Python), so
+each shard is lowered and compiled in a forked child of the worker process,
+where a crash is already contained. Each child lists the LLVM signature of
+every function it defines or calls, and the shards are joined only when
 every call agrees with its callee's definition.
 
-Anything unexpected (a mutable global, a child that fails, signatures that
+Anything unexpected (a mutable global, a shard that fails, signatures that
 disagree, no C compiler to join the objects) falls back to the whole module
-in the worker.
+on one thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import tempfile
+import threading
 from collections.abc import Callable
 
 from shlo import progress
@@ -38,11 +39,11 @@ from shlo.isolation import kill_with_parent_thread
 # Set by the worker process (shlo._worker): only there is forking safe.
 fork_allowed = False
 # A split pays when it takes at least this many LLVM ops off the longest
-# shard: on 2 cores a fork and a join cost about 15-20 ms, what LLVM spends
-# on 150-200 ops. Measured (serial -> split): attention, 724 ops off, 144 ->
-# 116 ms; softmax and layernorm, 155 and 115 off, no change; the MLP, 114
-# off, 54 -> 61 ms; elementwise, one kernel, 38 -> 60 ms.
-MIN_SAVED_OPS = 400
+# shard: the copies of the module, a second JIT and the join cost about 5 ms
+# on 2 cores, what LLVM spends on 60-80 ops. Measured (whole -> split, LLVM
+# only): attention, 691 ops off, 77.5 -> 56.5 ms; the MLP, 252 off, 35 -> 26;
+# conv2d, 138 off, 39 -> 30; softmax, 1 off, 33 -> 38.
+MIN_SAVED_OPS = 100
 # Glue functions are compiled without optimization: weigh them less.
 _OPTNONE_WEIGHT = 0.2
 # The same for a module split before its lowering to the LLVM dialect
@@ -55,10 +56,10 @@ MIN_SAVED_FUNCTION_OPS = 400
 _OPTNONE_FUNCTION_WEIGHT = 0.8
 
 
-def _defined_functions(module: ir.Module) -> list[ir.Operation]:
+def _defined_functions(module: ir.Module | ir.Operation) -> list[ir.Operation]:
     return [
         op.operation
-        for op in module.body.operations
+        for op in module.operation.regions[0].blocks[0].operations
         if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks)
     ]
 
@@ -128,7 +129,7 @@ def _balanced(
     return plan
 
 
-def _declare_others(module: ir.Module, keep: set[str]) -> None:
+def _declare_others(module: ir.Module | ir.Operation, keep: set[str]) -> None:
     """Replace every function body outside ``keep`` with a declaration of the function."""
     for function in _defined_functions(module):
         if _name(function) in keep:
@@ -157,33 +158,71 @@ def _die_with(parent: int) -> None:
 
 def compile_in_parallel(
     module: ir.Module,
-    compile_one: Callable[[ir.Module, str, list[str]], bytes],
+    compile_one: Callable[[ir.Operation, str, list[str]], bytes],
     jobs: int,
     linker: str,
 ) -> bytes | None:
-    """One object for the module, its shards compiled by ``jobs`` processes; None: not split.
+    """One object for the module, its shards compiled on ``jobs`` threads; None: not split.
 
     ``compile_one(module, symbol, elsewhere)`` is the object code for a
     module in which ``symbol`` is defined and the functions ``elsewhere``
-    are only declared; ``linker`` (ld, or a C compiler driver) joins the
-    objects with ``-r``. Each shard is compiled by a forked child, which cuts
-    its copy of ``module`` down to the shard; ``module`` itself is unchanged.
+    are only declared; it must release the GIL while LLVM works
+    (``write_object_file``). ``linker`` (ld, or a C compiler driver) joins
+    the objects with ``-r``. Each shard is a copy of ``module`` cut down to
+    its functions; ``module`` itself is unchanged.
     """
-    if not fork_allowed or jobs < 2:
+    if jobs < 2:
         return None
     plan = plan_shards(module, jobs, "main")
     if plan is None:
         return None
     progress.stage(f"LLVM code generation in {len(plan)} shards")
-    elsewhere = [[n for other in plan if other is not names for n in other] for names in plan]
+    shards = []
+    for names in plan:
+        shard = module.operation.clone()
+        _declare_others(shard, set(names))
+        shards.append(shard)
+    codes: list[bytes | None] = [None] * len(plan)
 
-    def compile_shard(index: int, directory: str) -> None:
-        _declare_others(module, set(plan[index]))
-        code = compile_one(module, plan[index][0], elsewhere[index])
-        with open(os.path.join(directory, f"shard{index}.o"), "wb") as file:
-            file.write(code)
+    def compile_shard(index: int) -> None:
+        elsewhere = [name for other in plan if other is not plan[index] for name in other]
+        with contextlib.suppress(Exception):  # None in codes: compiled whole instead
+            codes[index] = compile_one(shards[index], plan[index][0], elsewhere)
 
-    return _in_children(len(plan), compile_shard, linker, lambda directory: True)
+    # The translation to LLVM IR reads the context's uniquers from every thread.
+    module.context.enable_multithreading(True)
+    try:
+        threads = [
+            threading.Thread(target=compile_shard, args=(index,), name=f"shlo-codegen-{index}")
+            for index in range(len(plan))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        module.context.enable_multithreading(False)
+    if any(code is None for code in codes):
+        return None
+    with tempfile.TemporaryDirectory(prefix="shlo-shards-") as directory:
+        paths = []
+        for index, code in enumerate(codes):
+            paths.append(os.path.join(directory, f"shard{index}.o"))
+            with open(paths[-1], "wb") as file:
+                file.write(code)
+        return _joined(linker, directory, paths)
+
+
+def _joined(linker: str, directory: str, paths: list[str]) -> bytes | None:
+    """The objects at ``paths`` linked into one (``-r``); None if the linker fails."""
+    joined = os.path.join(directory, "joined.o")
+    result = subprocess.run(
+        [linker, "-r", "-nostdlib", "-o", joined, *paths], capture_output=True, check=False
+    )
+    if result.returncode != 0:
+        return None
+    with open(joined, "rb") as file:
+        return file.read()
 
 
 def _in_children(
@@ -217,14 +256,7 @@ def _in_children(
             failed |= not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
         if failed or not consistent(directory):
             return None
-        joined = os.path.join(directory, "joined.o")
-        result = subprocess.run(
-            [linker, "-r", "-nostdlib", "-o", joined, *paths], capture_output=True, check=False
-        )
-        if result.returncode != 0:
-            return None
-        with open(joined, "rb") as file:
-            return file.read()
+        return _joined(linker, directory, paths)
 
 
 def _function_weights(module: ir.Module) -> dict[str, float] | None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from shlo._mlir_compat import ExecutionEngine, ir, new_context
+from shlo._mlir_compat import ExecutionEngine, ir, new_context, write_object_file
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
 from shlo.ir_utils import tensor_type_text
@@ -301,15 +301,22 @@ def _engine(module: ir.Module, opt_level: int) -> ExecutionEngine:
     return ExecutionEngine(module, opt_level=opt_level, shared_libs=shared_libs)
 
 
-def _register_allocation_functions(engine: ExecutionEngine) -> None:
+def _allocation_functions() -> dict[str, int]:
     """The generic allocation functions for in-process JIT code: the C library's, unchecked."""
     libc = ctypes.CDLL(None)
-    for name, symbol in (
-        ("_mlir_memref_to_llvm_alloc", "malloc"),
-        ("_mlir_memref_to_llvm_aligned_alloc", "aligned_alloc"),
-        ("_mlir_memref_to_llvm_free", "free"),
-    ):
-        engine.raw_register_runtime(name, ctypes.cast(getattr(libc, symbol), ctypes.c_void_p))
+    return {
+        name: ctypes.cast(getattr(libc, symbol), ctypes.c_void_p).value
+        for name, symbol in (
+            ("_mlir_memref_to_llvm_alloc", "malloc"),
+            ("_mlir_memref_to_llvm_aligned_alloc", "aligned_alloc"),
+            ("_mlir_memref_to_llvm_free", "free"),
+        )
+    }
+
+
+def _register_allocation_functions(engine: ExecutionEngine) -> None:
+    for name, address in _allocation_functions().items():
+        engine.raw_register_runtime(name, ctypes.c_void_p(address))
 
 
 def compile_object(llvm_module: ir.Module | bytes, opt_level: int = 2) -> bytes:
@@ -365,16 +372,15 @@ def _object_code(
     links what it compiles, so it gets a placeholder address for each; the
     object keeps the unresolved references for the real link.
     """
-    engine = _engine(module, opt_level)
-    _register_allocation_functions(engine)
-    placeholder = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p)
-    for name in elsewhere:
-        engine.raw_register_runtime(name, placeholder)
-    if not engine.raw_lookup(symbol):  # code is generated on the first lookup
-        raise RuntimeError(f"the JIT has no symbol {symbol}")
+    symbols = _allocation_functions()
+    placeholder = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p).value
+    symbols.update((name, placeholder) for name in elsewhere)
+    runtime = openmp_library()
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         path = os.path.join(directory, "code.o")
-        engine.dump_to_object_file(path)
+        write_object_file(
+            module.operation, path, symbol, opt_level, [runtime] if runtime else [], symbols
+        )
         with open(path, "rb") as file:
             return file.read()
 
