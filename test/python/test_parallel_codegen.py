@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 from shlo._mlir_compat import ir, new_context, write_object_file
-from shlo.backends.cpu import parallel_codegen, runtime
+from shlo.backends.cpu import CpuBackend, parallel_codegen, runtime
 from shlo.backends.cpu.lowering import (
     LAST_WHOLE_MODULE_PASS,
     joined_llvm_bytecode,
@@ -155,8 +155,7 @@ def test_shards_are_compiled_at_the_same_time(lowered, monkeypatch):
         both_started.wait()  # broken (an error, so no object) if the shards ran in turn
         return runtime.object_code(shard, symbol, elsewhere)
 
-    joiner = runtime.shard_joiner()
-    assert parallel_codegen.compile_in_parallel(_module(lowered), compile_one, 2, joiner)
+    assert parallel_codegen.compile_in_parallel(_module(lowered), compile_one, 2)
 
 
 def test_an_object_file_needs_its_symbol_defined(lowered, tmp_path):
@@ -166,7 +165,7 @@ def test_an_object_file_needs_its_symbol_defined(lowered, tmp_path):
 
 def test_not_split_on_one_thread(lowered, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
-    assert parallel_codegen.compile_in_parallel(_module(lowered), None, 1, "cc") is None
+    assert parallel_codegen.compile_in_parallel(_module(lowered), None, 1) is None
 
 
 @pytest.fixture
@@ -190,6 +189,15 @@ def test_functions_lowered_in_shards_compute_what_one_module_does(split_lowering
     defined = {parallel_codegen._name(f) for f in parallel_codegen._defined_functions(joined)}
     kernels = {name for name in names if name.startswith("shlo_")}
     assert "main" in defined and kernels and kernels <= defined
+
+
+def test_the_shards_objects_are_emitted_as_one_object(split_lowering, inputs):
+    # The host links the shards' archive whole; shlo-compile writes one ELF object.
+    sharded = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
+    assert sharded.object_code.startswith(b"!<arch>\n")
+    emitted = CpuBackend().emit("object", sharded)
+    assert emitted.startswith(b"\x7fELF")
+    _assert_computes_expected(emitted, sharded, inputs)
 
 
 def test_shards_whose_calls_disagree_with_their_callees_are_not_joined(

@@ -108,7 +108,9 @@ class CpuBackend(Backend):
 
     def emit(self, kind: str, lowered: Any) -> bytes:
         if kind == "object":
-            return lowered.object_code
+            from shlo.backends.cpu.runtime import single_object
+
+            return single_object(lowered.object_code)
         from shlo.backends.cpu.lowering import joined_llvm_bytecode
         from shlo.io import bytecode_to_text
 

@@ -19,7 +19,7 @@ from shlo.backends.cpu.pipeline import (
     default_threads,
     uses_narrow_floats,
 )
-from shlo.backends.cpu.runtime import compile_object, object_code, shard_joiner
+from shlo.backends.cpu.runtime import compile_object, linker, object_code
 from shlo.frontend import check_array_sizes, default_max_bytes, prepare_static
 from shlo.io import module_to_bytecode
 from shlo.pipeline import run_pipeline
@@ -30,9 +30,10 @@ from shlo.to_linalg import LEGALIZE_TO_LINALG
 class Lowered:
     """The LLVM dialect module (bytecode) and the static types of its entry function.
 
-    ``object_code`` is the ELF object LLVM generated from it, when asked for.
-    When the module was lowered and compiled in shards (``parallel_codegen``),
-    ``llvm_bytecode`` is empty and ``llvm_shards`` holds each shard's module.
+    ``object_code`` is the ELF object LLVM generated from it, when asked for,
+    or an ar archive of the objects of its shards (``parallel_codegen``). When
+    the module was lowered in shards too, ``llvm_bytecode`` is empty and
+    ``llvm_shards`` holds each shard's module.
     """
 
     llvm_bytecode: bytes
@@ -86,14 +87,12 @@ def lower_to_object(
     # each function on its own at any point: it runs whole.
     split = rest.index(LAST_WHOLE_MODULE_PASS) + 1 if LAST_WHOLE_MODULE_PASS in rest else len(rest)
     run_pipeline(module, rest[:split], filename, verify_each=False)
-    joiner = shard_joiner()
-    if joiner is not None and split < len(rest):
+    if linker() is not None and split < len(rest):  # which links the shards' objects
         sharded = parallel_codegen.lower_in_parallel(
             module,
             lambda shard: run_pipeline(shard, rest[split:], filename, verify_each=False),
             object_code,
             default_threads(),
-            joiner,
         )
         if sharded is not None:
             code, shards = sharded

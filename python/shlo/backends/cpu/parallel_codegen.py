@@ -2,8 +2,9 @@
 
 LLVM compiles a module on one thread. ``compile_in_parallel`` splits the
 functions into shards of about equal size, and threads compile one shard
-each: ``write_object_file`` calls LLVM without the GIL. ``ld -r`` joins
-their objects into one. A function another shard defines is only declared
+each: ``write_object_file`` calls LLVM without the GIL. Their objects
+travel as one ar archive, which the host links whole (``object_archive``).
+A function another shard defines is only declared
 in this one (the kernels have external linkage, so the linker resolves the
 calls); globals, all constant, are copied into every shard.
 
@@ -12,7 +13,7 @@ shard is also lowered to the LLVM dialect, the last MLIR passes, which work
 on one function at a time. Those passes hold the GIL (some are Python), so
 each shard is lowered and compiled in a forked child of the worker process,
 where a crash is already contained. Each child lists the LLVM signature of
-every function it defines or calls, and the shards are joined only when
+every function it defines or calls, and the shards are used only when
 every call agrees with its callee's definition.
 
 Anything unexpected (a mutable global, a shard that fails, signatures that
@@ -25,13 +26,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import tempfile
 import threading
 from collections.abc import Callable
 
 from shlo import progress
 from shlo._mlir_compat import ir
+from shlo.backends.cpu.runtime import object_archive
 from shlo.io import module_to_bytecode
 from shlo.ir_utils import is_private
 from shlo.isolation import kill_with_parent_thread
@@ -39,10 +40,10 @@ from shlo.isolation import kill_with_parent_thread
 # Set by the worker process (shlo._worker): only there is forking safe.
 fork_allowed = False
 # A split pays when it takes at least this many LLVM ops off the longest
-# shard: the copies of the module, a second JIT and the join cost about 5 ms
-# on 2 cores, what LLVM spends on 60-80 ops. Measured (whole -> split, LLVM
-# only): attention, 691 ops off, 77.5 -> 56.5 ms; the MLP, 252 off, 35 -> 26;
-# conv2d, 138 off, 39 -> 30; softmax, 1 off, 33 -> 38.
+# shard: the copies of the module and a second JIT cost about 3.5 ms on 2
+# cores, what LLVM spends on 50-60 ops. Measured (whole -> split, LLVM only):
+# attention, 691 ops off, 82.5 -> 53.1 ms; the MLP, 252 off, 36.4 -> 26.5;
+# conv2d, 138 off, 43.5 -> 28.0; softmax, 1 off, 34.6 -> 38.0.
 MIN_SAVED_OPS = 100
 # Glue functions are compiled without optimization: weigh them less.
 _OPTNONE_WEIGHT = 0.2
@@ -160,15 +161,14 @@ def compile_in_parallel(
     module: ir.Module,
     compile_one: Callable[[ir.Operation, str, list[str]], bytes],
     jobs: int,
-    linker: str,
 ) -> bytes | None:
-    """One object for the module, its shards compiled on ``jobs`` threads; None: not split.
+    """An archive of the objects of the module's shards, compiled on ``jobs``
+    threads; None: not split.
 
     ``compile_one(module, symbol, elsewhere)`` is the object code for a
     module in which ``symbol`` is defined and the functions ``elsewhere``
     are only declared; it must release the GIL while LLVM works
-    (``write_object_file``). ``linker`` (ld, or a C compiler driver) joins
-    the objects with ``-r``. Each shard is a copy of ``module`` cut down to
+    (``write_object_file``). Each shard is a copy of ``module`` cut down to
     its functions; ``module`` itself is unchanged.
     """
     if jobs < 2:
@@ -204,36 +204,17 @@ def compile_in_parallel(
         module.context.enable_multithreading(False)
     if any(code is None for code in codes):
         return None
-    with tempfile.TemporaryDirectory(prefix="shlo-shards-") as directory:
-        paths = []
-        for index, code in enumerate(codes):
-            paths.append(os.path.join(directory, f"shard{index}.o"))
-            with open(paths[-1], "wb") as file:
-                file.write(code)
-        return _joined(linker, directory, paths)
-
-
-def _joined(linker: str, directory: str, paths: list[str]) -> bytes | None:
-    """The objects at ``paths`` linked into one (``-r``); None if the linker fails."""
-    joined = os.path.join(directory, "joined.o")
-    result = subprocess.run(
-        [linker, "-r", "-nostdlib", "-o", joined, *paths], capture_output=True, check=False
-    )
-    if result.returncode != 0:
-        return None
-    with open(joined, "rb") as file:
-        return file.read()
+    return object_archive(codes)  # type: ignore[arg-type]
 
 
 def _in_children(
     shards: int,
     work: Callable[[int, str], None],
-    linker: str,
     consistent: Callable[[str], bool],
 ) -> bytes | None:
-    """The objects that ``work(index, directory)`` writes to ``directory/shard<index>.o``
-    in forked children, joined by ``linker -r``; None when a child fails or
-    ``consistent(directory)`` says the shards do not fit together."""
+    """An archive of the objects that ``work(index, directory)`` writes to
+    ``directory/shard<index>.o`` in forked children; None when a child fails
+    or ``consistent(directory)`` says the shards do not fit together."""
     with tempfile.TemporaryDirectory(prefix="shlo-shards-") as directory:
         paths = [os.path.join(directory, f"shard{index}.o") for index in range(shards)]
         children = []
@@ -256,7 +237,11 @@ def _in_children(
             failed |= not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0
         if failed or not consistent(directory):
             return None
-        return _joined(linker, directory, paths)
+        objects = []
+        for path in paths:
+            with open(path, "rb") as file:
+                objects.append(file.read())
+        return object_archive(objects)
 
 
 def _function_weights(module: ir.Module) -> dict[str, float] | None:
@@ -330,17 +315,16 @@ def lower_in_parallel(
     finish: Callable[[ir.Module], None],
     compile_one: Callable[[ir.Module, str, list[str]], bytes],
     jobs: int,
-    linker: str,
 ) -> tuple[bytes, list[bytes]] | None:
     """``compile_in_parallel`` one stage earlier: ``module``'s functions (bufferized,
     kernels outlined) split into shards, each lowered by ``finish`` to the LLVM
-    dialect and compiled in a forked child; the joined object and each shard's
+    dialect and compiled in a forked child; an archive of their objects and each shard's
     LLVM-dialect bytecode. None: not split, ``module`` unchanged.
 
     The lowering after kernel outlining is per function: a child sees the
     other shards' functions as declarations with their attributes, and the
     LLVM signature of each call must be that of its definition, which the
-    children's lists of signatures check before the objects are joined.
+    children's lists of signatures check before the objects are used.
     """
     if not fork_allowed or jobs < 2:
         return None
@@ -372,5 +356,5 @@ def lower_in_parallel(
                 shards.append(file.read())
         return True
 
-    joined = _in_children(len(plan), lower_shard, linker, fits)
-    return None if joined is None else (joined, shards)
+    archive = _in_children(len(plan), lower_shard, fits)
+    return None if archive is None else (archive, shards)

@@ -294,6 +294,59 @@ def _uses_openmp(code: bytes) -> bool:
     return b"__kmpc_fork_call" in code
 
 
+_ARCHIVE_MAGIC = b"!<arch>\n"
+
+
+def object_archive(objects: Sequence[bytes]) -> bytes:
+    """The objects of a module's shards in one ar archive (without a symbol index),
+    which the host links whole: joining them into one object first (``ld -r``)
+    took 2-4 ms."""
+    parts = [_ARCHIVE_MAGIC]
+    for index, data in enumerate(objects):
+        fields = [(f"{index}.o/", 16), ("0", 12), ("0", 6), ("0", 6), ("644", 8)]
+        fields.append((str(len(data)), 10))
+        header = "".join(text.ljust(width) for text, width in fields) + "`\n"
+        parts += [header.encode(), data, b"\n" * (len(data) % 2)]
+    return b"".join(parts)
+
+
+def _whole_archive(path: str, through_driver: bool) -> list[str]:
+    """Linker arguments for every object in the archive at ``path``, or for the object."""
+    if not path.endswith(".a"):
+        return [path]
+    if through_driver:
+        return ["-Wl,--whole-archive", path, "-Wl,--no-whole-archive"]
+    return ["--whole-archive", path, "--no-whole-archive"]
+
+
+def _written(code: bytes, directory: str) -> str:
+    """The path of a file in ``directory`` holding ``code``, named for what it is."""
+    path = os.path.join(directory, "code.a" if code.startswith(_ARCHIVE_MAGIC) else "code.o")
+    with open(path, "wb") as file:
+        file.write(code)
+    return path
+
+
+def single_object(code: bytes) -> bytes:
+    """``code`` as one relocatable object: the objects of an archive joined (``ld -r``)."""
+    if not code.startswith(_ARCHIVE_MAGIC):
+        return code
+    driver = linker()
+    if driver is None:
+        raise ShloError("no C compiler (cc, gcc or clang) to join the objects; set CC")
+    direct = _direct_link(driver)
+    joiner = direct[0] if direct is not None else driver
+    with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
+        joined = os.path.join(directory, "joined.o")
+        inputs = _whole_archive(_written(code, directory), direct is None)
+        command = [joiner, "-r", "-nostdlib", "-o", joined, *inputs]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ShloError(f"joining the objects failed: {result.stderr.strip()}")
+        with open(joined, "rb") as file:
+            return file.read()
+
+
 def _engine(module: ir.Module, opt_level: int) -> ExecutionEngine:
     """An ExecutionEngine for ``module`` that resolves the symbols of its runtime libraries."""
     runtime = openmp_library()
@@ -323,8 +376,9 @@ def compile_object(llvm_module: ir.Module | bytes, opt_level: int = 2) -> bytes:
     """The ELF object code LLVM generates for an LLVM-dialect module (or its bytecode).
 
     Runs in the worker, where a crash in the code generator is a ShloError.
-    There a large module is compiled in shards on every core it may use
-    (``parallel_codegen``).
+    A large module is compiled in shards on every core the process may use
+    (``parallel_codegen``), and its code is then an archive of their objects
+    (``object_archive``).
     """
     from shlo.backends.cpu import parallel_codegen
     from shlo.backends.cpu.pipeline import default_threads
@@ -334,37 +388,28 @@ def compile_object(llvm_module: ir.Module | bytes, opt_level: int = 2) -> bytes:
         if isinstance(llvm_module, ir.Module)
         else ir.Module.parse(llvm_module, new_context())
     )
-    joiner = shard_joiner()
-    if joiner is not None:
+    if linker() is not None:  # which links the shards' objects
 
-        def compile_shard(shard: ir.Module, symbol: str, elsewhere: list[str]) -> bytes:
+        def compile_shard(shard: ir.Operation, symbol: str, elsewhere: list[str]) -> bytes:
             return _object_code(shard, opt_level, symbol, elsewhere)
 
         jobs = default_threads()
-        joined = parallel_codegen.compile_in_parallel(module, compile_shard, jobs, joiner)
-        if joined is not None:
-            return joined
+        archive = parallel_codegen.compile_in_parallel(module, compile_shard, jobs)
+        if archive is not None:
+            return archive
     return _object_code(module, opt_level, "main")
 
 
-def shard_joiner() -> str | None:
-    """What joins the objects of shards (``-r``): ld itself where the C compiler
-    names it (half the driver's time), else the driver; None without either."""
-    driver = linker()
-    if driver is None:
-        return None
-    direct = _direct_link(driver)
-    return direct[0] if direct is not None else driver
-
-
-def object_code(module: ir.Module, symbol: str, elsewhere: Sequence[str] = ()) -> bytes:
+def object_code(
+    module: ir.Module | ir.Operation, symbol: str, elsewhere: Sequence[str] = ()
+) -> bytes:
     """The object code of a shard of a module, at the default optimization level
     (``_object_code``)."""
     return _object_code(module, 2, symbol, elsewhere)
 
 
 def _object_code(
-    module: ir.Module, opt_level: int, symbol: str, elsewhere: Sequence[str] = ()
+    module: ir.Module | ir.Operation, opt_level: int, symbol: str, elsewhere: Sequence[str] = ()
 ) -> bytes:
     """The object code of a module that defines ``symbol`` (its lookup starts LLVM).
 
@@ -498,7 +543,7 @@ def _link_commands(driver: str, obj: str, lib: str, openmp: str | None) -> list[
     direct = _direct_link(driver)
     if direct is not None:
         ld, libraries = direct
-        shared = [ld, "-shared", "-Bsymbolic", "-o", lib, obj, guard]
+        shared = [ld, "-shared", "-Bsymbolic", "-o", lib, *_whole_archive(obj, False), guard]
         try:
             stubbed = [_stub_or_itself(driver, library) for library in libraries]
             if openmp is not None:
@@ -508,7 +553,18 @@ def _link_commands(driver: str, obj: str, lib: str, openmp: str | None) -> list[
         except ShloError:
             pass  # no stubs: the real libraries below
         commands.append([*shared, *rpath, *libraries])
-    through_driver = [driver, "-shared", "-fPIC", "-o", lib, obj, guard, "-lm", "-Wl,-Bsymbolic"]
+    inputs = _whole_archive(obj, True)
+    through_driver = [
+        driver,
+        "-shared",
+        "-fPIC",
+        "-o",
+        lib,
+        *inputs,
+        guard,
+        "-lm",
+        "-Wl,-Bsymbolic",
+    ]
     if openmp is not None:
         through_driver += [openmp, f"-Wl,-rpath,{os.path.dirname(openmp)}"]
     return [*commands, through_driver]
@@ -546,7 +602,8 @@ def _prepare_linking() -> None:
 
 
 def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
-    """Link ``object_code`` into a shared library, load it; the library and shlo_call's address."""
+    """Link ``object_code`` (an object, or an archive of them) into a shared library,
+    load it; the library and shlo_call's address."""
     driver = linker()
     if driver is None:
         raise ShloError("no C compiler (cc, gcc or clang) to link the generated code; set CC")
@@ -556,9 +613,7 @@ def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
         if openmp is None:
             raise ShloError("the code runs on threads, but intel-openmp is not installed")
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
-        obj, lib = os.path.join(directory, "code.o"), os.path.join(directory, "code.so")
-        with open(obj, "wb") as file:
-            file.write(object_code)
+        obj, lib = _written(object_code, directory), os.path.join(directory, "code.so")
         for command in _link_commands(driver, obj, lib, openmp):
             linked = subprocess.run(command, capture_output=True, text=True, check=False)
             if linked.returncode == 0:
@@ -683,14 +738,15 @@ class LoadedFunction:
         result_types: Sequence[str],
         opt_level: int = 2,
     ) -> None:
-        """``code``: object code from ``compile_object`` (linked and loaded here), or
-        LLVM-dialect bytecode (JIT-compiled in this process); types as ``Lowered`` holds them.
+        """``code``: object code from ``compile_object`` (an object or an archive of
+        them, linked and loaded here), or LLVM-dialect bytecode (JIT-compiled in this
+        process); types as ``Lowered`` holds them.
         """
         self.inputs = [ArrayType.parse(t) for t in input_types]
         self.results = [ArrayType.parse(t) for t in result_types]
         self._library: ctypes.CDLL | None = None
         self._engine: ExecutionEngine | None = None
-        if code.startswith(_ELF_MAGIC):
+        if code.startswith((_ELF_MAGIC, _ARCHIVE_MAGIC)):
             # int shlo_call(void **args): 1 when an allocation failed.
             self._library, address = _load_object(code)
             self._function = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address)
