@@ -22,7 +22,12 @@ import traceback
 from typing import Any, BinaryIO
 
 from shlo import progress
-from shlo._mlir_compat import prepare_context, use_linalg_without_opdsl
+from shlo._mlir_compat import (
+    defer_engine_teardown,
+    destroy_finished_engines,
+    prepare_context,
+    use_linalg_without_opdsl,
+)
 from shlo.backends import load_backend
 from shlo.custom_calls import install as install_custom_calls
 from shlo.diagnostics import ShloError
@@ -242,12 +247,13 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.stack_size(_TASK_STACK_BYTES)
     sys.setrecursionlimit(50_000)
-    # One request at a time, and no other thread in MLIR or LLVM: code
-    # generation may fork (shlo.backends.cpu.parallel_codegen).
+    # One request at a time, and no other thread in MLIR or LLVM when code
+    # generation forks (shlo.backends.cpu.parallel_codegen).
     from shlo.backends.cpu import parallel_codegen
 
     parallel_codegen.fork_allowed = True
     use_linalg_without_opdsl()
+    defer_engine_teardown()
     # Not when the host already waits: the request itself pays those costs.
     if os.environ.get("SHLO_WORKER_WARM_UP") == "1" and not select.select([0], [], [], 0)[0]:
         _warm_up()
@@ -257,6 +263,7 @@ def main() -> None:
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     while True:
+        destroy_finished_engines()
         try:
             prepare_context()
         except Exception:  # the request makes its own, and reports what fails

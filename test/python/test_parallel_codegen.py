@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from shlo import _mlir_compat
 from shlo._mlir_compat import ir, new_context, write_object_file
 from shlo.backends.cpu import CpuBackend, parallel_codegen, runtime
 from shlo.backends.cpu.lowering import (
@@ -161,6 +162,17 @@ def test_shards_are_compiled_at_the_same_time(lowered, monkeypatch):
 def test_an_object_file_needs_its_symbol_defined(lowered, tmp_path):
     with pytest.raises(RuntimeError, match="no symbol shlo_missing"):
         write_object_file(_module(lowered).operation, str(tmp_path / "code.o"), "shlo_missing", 2)
+
+
+def test_a_deferred_engine_lives_until_the_finished_ones_are_destroyed(lowered, monkeypatch):
+    monkeypatch.setattr(_mlir_compat, "_teardown_deferred", True)
+    monkeypatch.setattr(_mlir_compat, "_engines_to_destroy", [])
+    monkeypatch.setenv("SHLO_THREADS", "1")  # one engine: no shards
+    code = runtime.compile_object(lowered.llvm_bytecode)
+    assert len(_mlir_compat._engines_to_destroy) == 1
+    _mlir_compat.destroy_finished_engines()
+    assert _mlir_compat._engines_to_destroy == []
+    assert code.startswith(b"\x7fELF")
 
 
 def test_not_split_on_one_thread(lowered, monkeypatch):
