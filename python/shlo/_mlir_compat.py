@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from torch_mlir import ir, passmanager, rewrite
 from torch_mlir._mlir_libs import _stablehlo
@@ -295,13 +295,22 @@ def _execution_engine_capi() -> ctypes.CDLL:
     return capi
 
 
+@functools.cache
+def _capsule_functions() -> tuple[Callable[[object], bytes], Callable[[object, bytes], int]]:
+    """Python's PyCapsule_GetName and PyCapsule_GetPointer, through ctypes."""
+    name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)
+    pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
+    return (
+        name(("PyCapsule_GetName", ctypes.pythonapi)),
+        pointer(("PyCapsule_GetPointer", ctypes.pythonapi)),
+    )
+
+
 def _operation_pointer(operation: ir.Operation) -> int:
+    """The C API's pointer to ``operation`` (the bindings hand it out in a capsule)."""
     capsule = operation._CAPIPtr
-    name = ctypes.pythonapi.PyCapsule_GetName
-    name.argtypes, name.restype = [ctypes.py_object], ctypes.c_char_p
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.argtypes, get.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
-    return get(capsule, name(capsule))
+    name, pointer = _capsule_functions()
+    return pointer(capsule, name(capsule))
 
 
 def write_object_file(

@@ -159,6 +159,24 @@ def test_shards_are_compiled_at_the_same_time(lowered, monkeypatch):
     assert parallel_codegen.compile_in_parallel(_module(lowered), compile_one, 2)
 
 
+def test_a_shard_whose_thread_cannot_start_leaves_the_module_whole(lowered, monkeypatch):
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
+    start = threading.Thread.start
+    started = []
+
+    def start_one(thread):
+        if thread.name == "shlo-codegen":
+            if started:
+                raise RuntimeError("can't start new thread")
+            started.append(thread)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_one)
+    compile_one = runtime.object_code
+    assert parallel_codegen.compile_in_parallel(_module(lowered), compile_one, 2) is None
+    assert len(started) == 1 and not started[0].is_alive()
+
+
 def test_an_object_file_needs_its_symbol_defined(lowered, tmp_path):
     with pytest.raises(RuntimeError, match="no symbol shlo_missing"):
         write_object_file(_module(lowered).operation, str(tmp_path / "code.o"), "shlo_missing", 2)

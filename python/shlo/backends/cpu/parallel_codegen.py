@@ -4,9 +4,9 @@ LLVM compiles a module on one thread. ``compile_in_parallel`` splits the
 functions into shards of about equal size, and threads compile one shard
 each: ``write_object_file`` calls LLVM without the GIL. Their objects
 travel as one ar archive, which the host links whole (``object_archive``).
-A function another shard defines is only declared
-in this one (the kernels have external linkage, so the linker resolves the
-calls); globals, all constant, are copied into every shard.
+A function another shard defines is only declared in this one (the kernels
+have external linkage, so the linker resolves the calls); globals, all
+constant, are copied into every shard.
 
 ``lower_in_parallel`` splits earlier, once the kernels are outlined: each
 shard is also lowered to the LLVM dialect, the last MLIR passes, which work
@@ -17,7 +17,7 @@ every function it defines or calls, and the shards are used only when
 every call agrees with its callee's definition.
 
 Anything unexpected (a mutable global, a shard that fails, signatures that
-disagree, no C compiler to join the objects) falls back to the whole module
+disagree, no C compiler to link the objects) falls back to the whole module
 on one thread.
 """
 
@@ -191,16 +191,17 @@ def compile_in_parallel(
 
     # The translation to LLVM IR reads the context's uniquers from every thread.
     module.context.enable_multithreading(True)
+    started = []
     try:
-        threads = [
-            threading.Thread(target=compile_shard, args=(index,), name=f"shlo-codegen-{index}")
-            for index in range(len(plan))
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        for index in range(len(plan)):
+            thread = threading.Thread(target=compile_shard, args=(index,), name="shlo-codegen")
+            thread.start()  # RuntimeError if the stack does not fit (SHLO_WORKER_MEMORY)
+            started.append(thread)
+    except RuntimeError:
+        pass  # that shard's code stays None
     finally:
+        for thread in started:
+            thread.join()
         module.context.enable_multithreading(False)
     if any(code is None for code in codes):
         return None
