@@ -9,11 +9,15 @@ per-op cost flat. ``--gpt2-layers`` does the same for GPT-2 (transformers
 Flax, n_embd 768, seq 128) with that many layers, per layer. ``--stages``
 splits shlo's compile of bench models (``bench.models``) by the stages the
 worker reports (``shlo.progress``), the fastest of ``--repeats`` compiles,
-next to XLA's first compile of the model in this process.
+next to XLA's first compile of the model in this process. ``--llvm-split``
+times LLVM's code generation alone (``compile_object`` on each model's
+LLVM-dialect module, in this process) whole and split into shards on
+threads (``parallel_codegen``), alternating, median of ``--repeats``.
 
   .venv/bin/python bench/compile_time.py [--sizes 1000,2000,4000,10000] [--width 1024]
   .venv/bin/python bench/compile_time.py --gpt2-layers 1,2,4,8,12
   .venv/bin/python -m bench.compile_time --stages matmul,softmax,attention,gpt2 [--repeats 5]
+  .venv/bin/python -m bench.compile_time --llvm-split mlp,conv2d,attention --repeats 7
 """
 
 from __future__ import annotations
@@ -112,16 +116,50 @@ def stage_times(names: list[str], repeats: int) -> None:
         )
 
 
+def llvm_split_times(names: list[str], repeats: int) -> None:
+    import statistics
+
+    from shlo._mlir_compat import ir, new_context
+    from shlo.backends.cpu import parallel_codegen
+    from shlo.backends.cpu.lowering import lower_to_llvm
+    from shlo.backends.cpu.runtime import compile_object
+
+    from bench import models
+    from bench.systems import Case
+
+    default = parallel_codegen.MIN_SAVED_OPS
+    print("| model | whole ms | split ms |")
+    print("|---|---:|---:|")
+    for name in names:
+        case = Case.export(getattr(models, name)(False))
+        llvm = lower_to_llvm(case.exported.mlir_module_serialized, "main", None).llvm_bytecode
+        module = ir.Module.parse(llvm, new_context())  # neither way changes it
+        times: dict[str, list[float]] = {"whole": [], "split": []}
+        for _ in range(repeats + 1):  # the first round warms up
+            for kind, min_saved in (("whole", float("inf")), ("split", default)):
+                parallel_codegen.MIN_SAVED_OPS = min_saved
+                start = time.perf_counter()
+                compile_object(module)
+                times[kind].append((time.perf_counter() - start) * 1e3)
+        parallel_codegen.MIN_SAVED_OPS = default
+        whole, split = (statistics.median(times[kind][1:]) for kind in ("whole", "split"))
+        print(f"| {name} | {whole:.1f} | {split:.1f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,4000,10000")
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--gpt2-layers", help="comma-separated layer counts, e.g. 1,2,4,8,12")
     parser.add_argument("--stages", help="comma-separated bench models, e.g. matmul,attention")
-    parser.add_argument("--repeats", type=int, default=5, help="compiles per model (--stages)")
+    parser.add_argument("--llvm-split", help="comma-separated bench models, e.g. mlp,attention")
+    parser.add_argument("--repeats", type=int, default=5, help="compiles per model")
     args = parser.parse_args()
     if args.stages:
         stage_times(args.stages.split(","), args.repeats)
+        return
+    if args.llvm_split:
+        llvm_split_times(args.llvm_split.split(","), args.repeats)
         return
     if args.gpt2_layers:
         gpt2_compile_times([int(n) for n in args.gpt2_layers.split(",")])
