@@ -135,13 +135,15 @@ def llvm_split_times(names: list[str], repeats: int) -> None:
         llvm = lower_to_llvm(case.exported.mlir_module_serialized, "main", None).llvm_bytecode
         module = ir.Module.parse(llvm, new_context())  # neither way changes it
         times: dict[str, list[float]] = {"whole": [], "split": []}
-        for _ in range(repeats + 1):  # the first round warms up
-            for kind, min_saved in (("whole", float("inf")), ("split", default)):
-                parallel_codegen.MIN_SAVED_OPS = min_saved
-                start = time.perf_counter()
-                compile_object(module)
-                times[kind].append((time.perf_counter() - start) * 1e3)
-        parallel_codegen.MIN_SAVED_OPS = default
+        try:
+            for _ in range(repeats + 1):  # the first round warms up
+                for kind, min_saved in (("whole", float("inf")), ("split", default)):
+                    parallel_codegen.MIN_SAVED_OPS = min_saved
+                    start = time.perf_counter()
+                    compile_object(module)
+                    times[kind].append((time.perf_counter() - start) * 1e3)
+        finally:
+            parallel_codegen.MIN_SAVED_OPS = default
         whole, split = (statistics.median(times[kind][1:]) for kind in ("whole", "split"))
         print(f"| {name} | {whole:.1f} | {split:.1f} |", flush=True)
 

@@ -130,6 +130,11 @@ def _balanced(
     return plan
 
 
+def _elsewhere(plan: list[list[str]]) -> list[list[str]]:
+    """For each shard of ``plan``, the functions the other shards define."""
+    return [[name for other in plan if other is not names for name in other] for names in plan]
+
+
 def _declare_others(module: ir.Module | ir.Operation, keep: set[str]) -> None:
     """Replace every function body outside ``keep`` with a declaration of the function."""
     for function in _defined_functions(module):
@@ -182,12 +187,12 @@ def compile_in_parallel(
         shard = module.operation.clone()
         _declare_others(shard, set(names))
         shards.append(shard)
+    elsewhere = _elsewhere(plan)
     codes: list[bytes | None] = [None] * len(plan)
 
     def compile_shard(index: int) -> None:
-        elsewhere = [name for other in plan if other is not plan[index] for name in other]
         with contextlib.suppress(Exception):  # None in codes: compiled whole instead
-            codes[index] = compile_one(shards[index], plan[index][0], elsewhere)
+            codes[index] = compile_one(shards[index], plan[index][0], elsewhere[index])
 
     # The translation to LLVM IR reads the context's uniquers from every thread.
     module.context.enable_multithreading(True)
@@ -334,7 +339,7 @@ def lower_in_parallel(
     if plan is None:
         return None
     progress.stage(f"LLVM dialect and code generation in {len(plan)} shards")
-    elsewhere = [[n for other in plan if other is not names for n in other] for names in plan]
+    elsewhere = _elsewhere(plan)
 
     def lower_shard(index: int, directory: str) -> None:
         _declare_other_functions(module, set(plan[index]))

@@ -553,18 +553,8 @@ def _link_commands(driver: str, obj: str, lib: str, openmp: str | None) -> list[
         except ShloError:
             pass  # no stubs: the real libraries below
         commands.append([*shared, *rpath, *libraries])
-    inputs = _whole_archive(obj, True)
-    through_driver = [
-        driver,
-        "-shared",
-        "-fPIC",
-        "-o",
-        lib,
-        *inputs,
-        guard,
-        "-lm",
-        "-Wl,-Bsymbolic",
-    ]
+    through_driver = [driver, "-shared", "-fPIC", "-o", lib, *_whole_archive(obj, True), guard]
+    through_driver += ["-lm", "-Wl,-Bsymbolic"]
     if openmp is not None:
         through_driver += [openmp, f"-Wl,-rpath,{os.path.dirname(openmp)}"]
     return [*commands, through_driver]
