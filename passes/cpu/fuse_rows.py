@@ -276,14 +276,16 @@ class FuseRowsPass(Pass):
 
 
 # Fusion tiles a member once per use inside the loop: CSE merges the copies,
-# and canonicalization erases the ops the loop replaced.
+# and canonicalization erases the ops the loop replaced. It runs as the
+# registered pass, with apply_patterns' settings, since apply_patterns sets
+# up the canonicalization patterns again for each function.
 _AFTER_FUSION = """\
     %funcs = transform.structured.match ops{["func.func"]} in %root
       : (!transform.any_op) -> !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op
-    transform.apply_patterns to %funcs {
-      transform.apply_patterns.canonicalization
-    } : !transform.any_op
+    %canonical = transform.apply_registered_pass "canonicalize"
+      with options = {"top-down" = false, "region-simplify" = "aggressive"} to %funcs
+      : (!transform.any_op) -> !transform.any_op
 """
 
 
