@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shlo
-from shlo._mlir_compat import ir, new_context, prepare_context
+from shlo._mlir_compat import LOADED_DIALECTS, ir, new_context, prepare_context
 from shlo.backends.cpu import CpuBackend, runtime
 from shlo.io import module_to_bytecode
 from shlo.isolation import Worker, shared_worker, write_message
@@ -95,6 +95,22 @@ def test_prepared_context_is_handed_out_once_and_is_complete() -> None:
     assert new_context() is not new_context()
     module = ir.Module.parse(CHLO_ERF, prepared)  # every dialect new_context loads
     assert "chlo.erf" in str(module)
+
+
+def test_context_loads_the_working_dialects_and_parses_any_other() -> None:
+    # Loading every registered dialect made each canonicalize slower; the
+    # rest load when the parser first meets one of their ops.
+    context = new_context()
+    assert all(context.is_dialect_loaded(name) for name in LOADED_DIALECTS)
+    assert not context.is_dialect_loaded("tosa")
+    module = ir.Module.parse(
+        "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %y = tosa.abs %x : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "  return %y : tensor<4xf32>\n}",
+        context,
+    )
+    assert "tosa.abs" in str(module)
+    assert context.is_dialect_loaded("tosa")
 
 
 def test_compiles_in_a_row_each_get_their_own_program() -> None:
