@@ -46,7 +46,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
+from shlo.backends.cpu.codegen_recipes import (
+    canonicalize_functions,
+    main_sequence,
+    sizes_text,
+    suppressed_sequence,
+)
 from shlo.ir_utils import defining_op, linalg_generic_parts, static_shape
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.insert_codegen_recipes import append_transform_sequence
@@ -276,17 +281,12 @@ class FuseRowsPass(Pass):
 
 
 # Fusion tiles a member once per use inside the loop: CSE merges the copies,
-# and canonicalization erases the ops the loop replaced. It runs as the
-# registered pass, with apply_patterns' settings, since apply_patterns sets
-# up the canonicalization patterns again for each function.
+# and canonicalization erases the ops the loop replaced.
 _AFTER_FUSION = """\
     %funcs = transform.structured.match ops{["func.func"]} in %root
       : (!transform.any_op) -> !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op
-    %canonical = transform.apply_registered_pass "canonicalize"
-      with options = {"top-down" = false, "region-simplify" = "aggressive"} to %funcs
-      : (!transform.any_op) -> !transform.any_op
-"""
+""" + canonicalize_functions("%funcs", "%canonical")
 
 
 def _reads_rows(use: ir.OpOperand, consumer: _Member, rows: int) -> bool:

@@ -47,7 +47,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.backends.cpu.codegen_recipes import main_sequence, sizes_text, suppressed_sequence
+from shlo.backends.cpu.codegen_recipes import (
+    canonicalize_functions,
+    main_sequence,
+    sizes_text,
+    suppressed_sequence,
+)
 from shlo.ir_utils import linalg_generic_parts, ops_named, static_shape
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.insert_codegen_recipes import append_transform_sequence
@@ -453,22 +458,20 @@ class PlanVectorCodegenPass(Pass):
 # the vectorizer (an upstream bug) fails the compile instead of being folded
 # into wrong code, as a @ b + jnp.eye(n) once was (_reads_its_init_and_an_index).
 #
-# Canonicalization runs as the registered pass where it runs alone, with the
-# settings of apply_patterns (bottom-up, aggressive region simplification),
-# so its output is the same: apply_patterns sets up the canonicalization
-# patterns again for each function it is applied to, 0.2 ms each (25
-# trivial functions: 5.0 ms), the pass 0.04. That is also why it runs after
-# the vector patterns rather than among them: the LLVM IR of the bench models
-# and of bench/ops.py's 18 programs is the same either way, and the training
-# step's interpreter run took 87 instead of 112 ms (101 functions). No
-# canonicalization follows the hoisting: the pipeline's canonicalize pass,
-# next, does the same.
-_AFTER_TILING = """\
+# Canonicalization runs as the registered pass (canonicalize_functions),
+# which sets its patterns up once, not once per function. That is also why
+# it runs after the vector patterns rather than among them: the LLVM IR of
+# the bench models and of bench/ops.py's 18 programs is the same either way,
+# and the training step's interpreter run took 87 instead of 112 ms (101
+# functions). No canonicalization follows the hoisting: the pipeline's
+# canonicalize pass, next, does the same.
+_AFTER_TILING = (
+    """\
     %tiled_funcs = transform.structured.match ops{["func.func"]} in %root
       : (!transform.any_op) -> !transform.any_op
-    %funcs = transform.apply_registered_pass "canonicalize"
-      with options = {"top-down" = false, "region-simplify" = "aggressive"} to %tiled_funcs
-      : (!transform.any_op) -> !transform.any_op
+"""
+    + canonicalize_functions("%tiled_funcs", "%funcs")
+    + """\
     %vector_ops = transform.structured.match attributes {shlo.vectorize} in %root
       : (!transform.any_op) -> !transform.any_op
     transform.foreach %vector_ops : !transform.any_op {
@@ -490,9 +493,9 @@ _AFTER_TILING = """\
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
     } : !transform.any_op
-    %canonical = transform.apply_registered_pass "canonicalize"
-      with options = {"top-down" = false, "region-simplify" = "aggressive"} to %funcs
-      : (!transform.any_op) -> !transform.any_op
+"""
+    + canonicalize_functions("%funcs", "%canonical")
+    + """\
     %for_loops = transform.structured.match ops{["scf.for"]} in %root
       : (!transform.any_op) -> !transform.any_op
     transform.foreach %for_loops : !transform.any_op {
@@ -500,6 +503,7 @@ _AFTER_TILING = """\
       transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
     }
 """
+)
 
 
 def _match(index: int) -> str:
