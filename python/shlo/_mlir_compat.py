@@ -304,8 +304,9 @@ def _string_ref(text: str) -> _StringRef:
 
 @functools.cache
 def _execution_engine_capi() -> ctypes.CDLL:
-    """The MLIR C API's ExecutionEngine functions, called through ctypes, which
-    releases the GIL for the call (the bindings' ExecutionEngine holds it)."""
+    """The MLIR C API (the bindings' own library) with its ExecutionEngine functions
+    typed, called through ctypes, which releases the GIL for the call (the
+    bindings' ExecutionEngine holds it)."""
     from torch_mlir import _mlir_libs
 
     capi = ctypes.CDLL(
@@ -342,11 +343,38 @@ def _capsule_functions() -> tuple[Callable[[object], bytes], Callable[[object, b
     )
 
 
-def _operation_pointer(operation: ir.Operation) -> int:
+def operation_pointer(operation: ir.Operation) -> int:
     """The C API's pointer to ``operation`` (the bindings hand it out in a capsule)."""
     capsule = operation._CAPIPtr
     name, pointer = _capsule_functions()
     return pointer(capsule, name(capsule))
+
+
+def c_api_function(name: str) -> int:
+    """The address of the MLIR C API function ``name`` in the bindings' library."""
+    address = ctypes.cast(getattr(_execution_engine_capi(), name), ctypes.c_void_p).value
+    assert address is not None
+    return address
+
+
+@functools.cache
+def _operation_capsules() -> tuple[Callable[[int, int, None], object], int]:
+    """PyCapsule_New, and the name the bindings give an operation's capsule (its
+    address: a capsule keeps the pointer, and the bindings' string lives as long)."""
+    new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    get_name = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)
+    context = ir.Context(load_on_create_dialects=[])
+    capsule = ir.Module.create(ir.Location.unknown(context)).operation._CAPIPtr
+    name = get_name(("PyCapsule_GetName", ctypes.pythonapi))(capsule)
+    assert name is not None
+    return new(("PyCapsule_New", ctypes.pythonapi)), name
+
+
+def operations_at(pointers: Sequence[int]) -> list[ir.Operation]:
+    """The bindings' handles of the operations at ``pointers`` (C API values)."""
+    new, name = _operation_capsules()
+    create = ir.Operation._CAPICreate
+    return [create(new(pointer, name, None)) for pointer in pointers]
 
 
 def write_object_file(
@@ -367,7 +395,7 @@ def write_object_file(
     """
     capi = _execution_engine_capi()
     paths = (_StringRef * max(len(shared_libs), 1))(*map(_string_ref, shared_libs))
-    handle = capi.mlirModuleFromOperation(_operation_pointer(module))
+    handle = capi.mlirModuleFromOperation(operation_pointer(module))
     engine = capi.mlirExecutionEngineCreate(handle, opt_level, len(shared_libs), paths, True, False)
     if not engine:
         raise RuntimeError("LLVM could not translate the module or make a JIT for this machine")

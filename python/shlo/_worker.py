@@ -21,7 +21,7 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
-from shlo import progress
+from shlo import fast_walks, progress
 from shlo._mlir_compat import (
     defer_engine_teardown,
     destroy_finished_engines,
@@ -239,6 +239,24 @@ def _warm_up() -> None:
         pass
 
 
+_fast_walks_tried = False
+
+
+def _try_fast_walks() -> None:
+    """Walks in C (``shlo.fast_walks``) from now on, when the machine has a C compiler."""
+    global _fast_walks_tried
+    _fast_walks_tried = True
+    from shlo.backends.cpu.runtime import linker
+
+    driver = linker()
+    if driver is None:
+        return
+    try:
+        fast_walks.enable(driver)
+    except Exception:  # walks stay in Python
+        pass
+
+
 def main() -> None:
     parent = int(os.environ.get("SHLO_WORKER_PARENT", os.getppid()))
     _exit_with_parent(parent)
@@ -268,6 +286,9 @@ def main() -> None:
             prepare_context()
         except Exception:  # the request makes its own, and reports what fails
             pass
+        # Building it takes about 40 ms: not while a request waits.
+        if not _fast_walks_tried and not select.select([0], [], [], 0)[0]:
+            _try_fast_walks()
         try:
             request = read_message(requests)
         except EOFError:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shlo import fast_walks
 from shlo._mlir_compat import arith, ir
 
 # Element types whose constants numpy can hold exactly.
@@ -35,6 +36,10 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
 
     Collected into a list first so callers may mutate the IR while iterating.
     """
+    if names:
+        searched = fast_walks.ops_named(root, names)
+        if searched is not None:
+            return searched
     found: list[ir.Operation] = []
     append = found.append  # on the path of every op walked (GPT-2: 126,000 a compile)
     advance = ir.WalkResult.ADVANCE

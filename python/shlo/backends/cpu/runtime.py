@@ -16,7 +16,6 @@ are safe.
 from __future__ import annotations
 
 import _ctypes
-import atexit
 import ctypes
 import functools
 import importlib.metadata
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context, write_object_file
+from shlo.c_build import build_once
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
 from shlo.ir_utils import tensor_type_text
@@ -449,36 +449,9 @@ def linker() -> str | None:
     return None
 
 
-_built_lock = threading.Lock()
-_built: dict[tuple[str, ...], str] = {}  # (driver, source, *flags) -> the file
-
-
-def _build_once(driver: str, source: str, name: str, flags: list[str]) -> str:
-    """The C ``source`` compiled by ``driver`` with ``flags`` into a file ``name``, once
-    per process."""
-    key = (driver, source, *flags)
-    with _built_lock:
-        path = _built.get(key)
-        if path is not None and os.path.exists(path):
-            return path
-        directory = tempfile.mkdtemp(prefix="shlo-built-")
-        atexit.register(shutil.rmtree, directory, True)
-        source_path = os.path.join(directory, "source.c")
-        path = os.path.join(directory, name)
-        with open(source_path, "w") as file:
-            file.write(source)
-        compiled = subprocess.run(
-            [driver, *flags, "-o", path, source_path], capture_output=True, text=True, check=False
-        )
-        if compiled.returncode != 0:
-            raise ShloError(f"compiling {name} failed: {compiled.stderr.strip()}")
-        _built[key] = path
-        return path
-
-
 def _allocation_guard_object(driver: str) -> str:
     """``_ALLOCATION_GUARD`` compiled once per process and driver (40 ms off every load)."""
-    return _build_once(driver, _ALLOCATION_GUARD, "allocation_guard.o", ["-c", "-O2", "-fPIC"])
+    return build_once(driver, _ALLOCATION_GUARD, "allocation_guard.o", ["-c", "-O2", "-fPIC"])
 
 
 def _needed_stub(driver: str, library: str) -> str:
@@ -491,7 +464,7 @@ def _needed_stub(driver: str, library: str) -> str:
     5 of softmax's 11 ms link, the stub none.
     """
     flags = ["-shared", "-nostdlib", "-Xlinker", "-soname", "-Xlinker", library]  # commas too
-    return _build_once(driver, "", "needed.so", flags)
+    return build_once(driver, "", "needed.so", flags)
 
 
 def _stub_or_itself(driver: str, library: str) -> str:

@@ -1,0 +1,38 @@
+"""C code that shlo compiles on this machine, with its C compiler, once per process."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+
+from shlo.diagnostics import ShloError
+
+_built_lock = threading.Lock()
+_built: dict[tuple[str, ...], str] = {}  # (driver, source, *flags) -> the file
+
+
+def build_once(driver: str, source: str, name: str, flags: list[str]) -> str:
+    """The C ``source`` compiled by ``driver`` with ``flags`` into a file ``name``, once
+    per process."""
+    key = (driver, source, *flags)
+    with _built_lock:
+        path = _built.get(key)
+        if path is not None and os.path.exists(path):
+            return path
+        directory = tempfile.mkdtemp(prefix="shlo-built-")
+        atexit.register(shutil.rmtree, directory, True)
+        source_path = os.path.join(directory, "source.c")
+        path = os.path.join(directory, name)
+        with open(source_path, "w") as file:
+            file.write(source)
+        compiled = subprocess.run(
+            [driver, *flags, "-o", path, source_path], capture_output=True, text=True, check=False
+        )
+        if compiled.returncode != 0:
+            raise ShloError(f"compiling {name} failed: {compiled.stderr.strip()}")
+        _built[key] = path
+        return path
