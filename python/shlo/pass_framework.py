@@ -41,7 +41,10 @@ class OptionError(ValueError):
 
 def no_match(op: ir.Operation | ir.OpView, reason: str) -> bool:
     """Log why a rewrite pattern did not apply; a truthy return means "no match"."""
-    logger.debug("%s: no match: %s", op.name if hasattr(op, "name") else op, reason)
+    # Checked first: reading the name is a call into the bindings, and folding
+    # patterns fail on thousands of ops per program.
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s: no match: %s", op.name if hasattr(op, "name") else op, reason)
     return True
 
 
