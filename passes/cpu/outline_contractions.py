@@ -234,7 +234,7 @@ class OutlineContractionsPass(Pass):
     threads: int = 1
 
     def run(self, module: ir.Operation) -> None:
-        functions: dict[str, str] = {}
+        functions: dict[bytes, str] = {}
         for op in ops_named(module, *CONTRACTIONS):
             parent = op.parent
             if parent is None or parent.name != "func.func" or len(op.results) != 1:

@@ -111,7 +111,7 @@ class OutlineTensorKernelsPass(Pass):
         # signature (not conversely; ``outline`` compares whole functions).
         signatures = [_signature(op) for op in candidates]
         repeats = Counter(signatures)
-        kernels: dict[str, str] = {}  # function text -> function name
+        kernels: dict[bytes, str] = {}  # function text -> function name
         calls: dict[str, list[ir.Operation]] = {}
         for op, signature in zip(candidates, signatures):
             if repeats[signature] > 1:
