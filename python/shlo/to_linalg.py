@@ -9,6 +9,8 @@ left that no backend can compile.
 
 from __future__ import annotations
 
+from shlo.linalg_stages import CANONICALIZE
+
 # Our lowerings for StableHLO ops that upstream stablehlo-legalize-to-linalg
 # leaves alone or lowers wrongly, in the order they run.
 DECOMPOSITIONS: tuple[str, ...] = (
@@ -80,5 +82,5 @@ def to_linalg_stage(target: str, decompositions: tuple[str, ...] = DECOMPOSITION
         # Before code generation: name every op nothing above lowered.
         f"shlo-check-lowered{{target={target}}}",
         "stablehlo-convert-to-signless",
-        "canonicalize",
+        CANONICALIZE,
     ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from shlo._mlir_compat import ir
 from shlo.linalg_stages import (
     BUFFERIZE,
+    CANONICALIZE,
     DEALLOCATION,
     ELEMENTWISE_FUSION,
     FINALIZE_MEMREF_TO_LLVM,
@@ -102,7 +103,7 @@ class CodegenStrategy:
                 "shlo-erase-codegen-recipes",
                 # A vector written by one kernel and read by the next in the
                 # same function is forwarded, and its tensor needs no buffer.
-                "canonicalize",
+                CANONICALIZE,
             ]
         return stage
 
@@ -134,7 +135,7 @@ class CodegenStrategy:
             # of each step of the OpenMP loop, not allocated per step.
             "shlo-small-buffers-on-stack",
             # Before scf-to-cf splits the memref.alloca_scope that OpenMP regions hold.
-            "canonicalize",
+            CANONICALIZE,
             # n-D vector transfers become loops of 1-D vectors, as LLVM wants them.
             "func.func(lower-vector-multi-reduction{lowering-strategy=inner-reduction})",
             "convert-vector-to-scf{full-unroll=true}",
@@ -142,7 +143,7 @@ class CodegenStrategy:
             # transfers on strided views.
             "shlo-lower-scalar-transfers",
             "func.func(lower-vector-mask)",
-            "canonicalize",
+            CANONICALIZE,
             # LLVM unrolls innermost loops only: copies of whole loop nests
             # cost it more time than they save at run time.
             "shlo-keep-loops-rolled",
@@ -158,7 +159,7 @@ SCALAR_LOOPS = CodegenStrategy(
         # Loops of one iteration (a one-element slice of a scan's output) fold
         # into their block: their buffers are forwarded below, and no kernel
         # call is made of them in a loop (lax.scan: 2.6 -> 1.3 ms).
-        "canonicalize",
+        CANONICALIZE,
         # Region bodies on 0-d tensors left a malloc and free per element.
         "shlo-forward-scalar-buffers",
         # Polynomials instead of a libm call per element, within 2.5 ULP (tanh;
@@ -243,7 +244,7 @@ _TO_LLVM = (
     "reconcile-unrealized-casts",
     # Calls to bare-pointer kernels read one field of most memref descriptors:
     # fold the rest away, since LLVM compiles the glue without optimizing it.
-    "canonicalize",
+    CANONICALIZE,
 )
 
 
