@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import shutil
 from collections.abc import Sequence
 
 from shlo._mlir_compat import c_api_function, ir, operation_pointer, operations_at
@@ -93,6 +95,9 @@ def enable(driver: str) -> None:
     path = build_once(driver, _SOURCE, "fast_walks.so", ["-shared", "-fPIC", "-O2"])
     # PyDLL keeps the GIL during the call: no other thread changes the IR meanwhile.
     library = ctypes.PyDLL(path)
+    # Loaded, the file is no longer needed: a worker killed with its host
+    # leaves no directory behind.
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
     search = library.shlo_ops_named
     pointer = ctypes.c_void_p
     search.argtypes = [pointer, pointer, pointer, pointer, pointer, pointer, ctypes.c_size_t]
