@@ -89,7 +89,9 @@ class PackEntryArgumentsPass(Pass):
         if entry is None:
             return
         function_type = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
-        if function_type.results or not all(_packable(t) for t in function_type.inputs):
+        # Read once: each read of ``inputs`` builds the whole list (GPT-2: 150 arguments).
+        inputs = function_type.inputs
+        if function_type.results or not all(_packable(t) for t in inputs):
             raise ValueError(
                 "shlo-pack-entry-arguments: @main must take static identity-layout "
                 "memrefs and return nothing (run after bufferization)"
@@ -97,7 +99,7 @@ class PackEntryArgumentsPass(Pass):
         block = entry.regions[0].blocks[0]
         pointer = ir.Type.parse("!llvm.ptr")
         pointers = block.add_argument(pointer, entry.location)
-        count = len(function_type.inputs)
+        count = len(inputs)
         first = block.operations[0]
         with ir.InsertionPoint(first), entry.location:
             for index in range(count):
@@ -111,7 +113,7 @@ class PackEntryArgumentsPass(Pass):
                     },
                 ).result
                 data = ir.Operation.create("llvm.load", results=[pointer], operands=[slot]).result
-                memref = ir.MemRefType(function_type.inputs[index])
+                memref = ir.MemRefType(inputs[index])
                 value = ir.Operation.create(
                     "builtin.unrealized_conversion_cast",
                     results=[memref],
