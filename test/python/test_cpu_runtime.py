@@ -94,6 +94,7 @@ def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
     assert runtime._uses_openmp(threaded)
     openmp = runtime.load_openmp()
     stub = runtime._needed_stub(driver, openmp)  # built once per process
+    runtime._link_commands(driver, "a.o", "a.so", openmp)  # and the link's other files
     links = _record_links(monkeypatch)
     function = runtime.LoadedFunction(threaded, ["tensor<262144xf32>"], ["tensor<262144xf32>"])
     x = np.linspace(-2, 2, 262144, dtype=np.float32)
