@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from shlo._mlir_compat import ir
 from shlo.backends.cpu.codegen_recipes import DOT_ROWS, FUSED_BLOCK, PARTIAL_TILES
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_with_attributes
 from shlo.pass_framework import Pass
 
 
@@ -53,7 +53,7 @@ _TAGS = (
 
 
 def _erase_tags(module: ir.Operation) -> None:
-    for op in ops_named(module):
+    for op in ops_with_attributes(module, *_TAGS):
         for tag in _TAGS:
             if tag in op.attributes:
                 del op.attributes[tag]

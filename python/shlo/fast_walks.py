@@ -1,4 +1,4 @@
-"""Finding ops by name with a walk in C instead of a Python call per op.
+"""Finding ops by name or attribute with a walk in C instead of a Python call per op.
 
 The bindings' ``Operation.walk`` calls back into Python for every op it
 visits, about 0.4 µs each, and most passes look for a few op names in the
@@ -7,7 +7,7 @@ compiled here once per process by ``enable``, walks through the MLIR C API
 of the bindings' own library and hands back only the matches (GPT-2's
 largest module: 16 ms a walk in Python, 1.2 ms in C). The worker enables it
 while it waits for its first request; elsewhere, or without a C compiler,
-``ops_named`` says so and the caller walks in Python.
+the functions here return None and the caller walks in Python.
 """
 
 from __future__ import annotations
@@ -21,22 +21,26 @@ from collections.abc import Sequence
 from shlo._mlir_compat import c_api_function, ir, operation_pointer, operations_at
 from shlo.c_build import build_once
 
-# The C API's types by value: an op and an identifier are one pointer each.
+# The C API's types by value: an op, an identifier and an attribute are one
+# pointer each.
 _SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct { void *ptr; } Operation;
 typedef struct { const void *ptr; } Identifier;
+typedef struct { const void *ptr; } Attribute;
 typedef struct { const char *data; size_t length; } StringRef;
 typedef int (*Visit)(Operation, void *);  /* returns MlirWalkResult: 0 advances */
 typedef void (*Walk)(Operation, Visit, void *, int);
 typedef Identifier (*GetName)(Operation);
 typedef StringRef (*IdentifierStr)(Identifier);
+typedef Attribute (*GetAttribute)(Operation, StringRef);
 
 typedef struct {
   GetName get_name;
   IdentifierStr identifier_str;
+  GetAttribute get_attribute;  /* set: match ops having one of the attributes */
   const char *const *names;
   const size_t *lengths;
   size_t count;
@@ -45,34 +49,46 @@ typedef struct {
   int failed;
 } Search;
 
-static int visit(Operation op, void *data) {
-  Search *search = data;
-  StringRef name = search->identifier_str(search->get_name(op));
-  for (size_t i = 0; i < search->count; ++i) {
-    if (search->lengths[i] != name.length || memcmp(search->names[i], name.data, name.length))
-      continue;
-    if (search->size == search->capacity) {
-      size_t capacity = search->capacity ? 2 * search->capacity : 64;
-      void **grown = realloc(search->found, capacity * sizeof(void *));
-      if (!grown) {
-        search->failed = 1;
-        return 1; /* interrupt */
-      }
-      search->found = grown;
-      search->capacity = capacity;
+static int matches(Search *search, Operation op) {
+  if (search->get_attribute) {
+    for (size_t i = 0; i < search->count; ++i) {
+      StringRef name = {search->names[i], search->lengths[i]};
+      if (search->get_attribute(op, name).ptr) return 1;
     }
-    search->found[search->size++] = op.ptr;
-    break;
+    return 0;
   }
+  StringRef name = search->identifier_str(search->get_name(op));
+  for (size_t i = 0; i < search->count; ++i)
+    if (search->lengths[i] == name.length && !memcmp(search->names[i], name.data, name.length))
+      return 1;
   return 0;
 }
 
-/* The ops under root (pre-order) named one of names, in *found (free with
-   shlo_free); their count, or -1 when memory ran out. */
-long shlo_ops_named(Walk walk, GetName get_name, IdentifierStr identifier_str, void *root,
-                    const char *const *names, const size_t *lengths, size_t count,
-                    void ***found) {
-  Search search = {get_name, identifier_str, names, lengths, count, NULL, 0, 0, 0};
+static int visit(Operation op, void *data) {
+  Search *search = data;
+  if (!matches(search, op)) return 0;
+  if (search->size == search->capacity) {
+    size_t capacity = search->capacity ? 2 * search->capacity : 64;
+    void **grown = realloc(search->found, capacity * sizeof(void *));
+    if (!grown) {
+      search->failed = 1;
+      return 1; /* interrupt */
+    }
+    search->found = grown;
+    search->capacity = capacity;
+  }
+  search->found[search->size++] = op.ptr;
+  return 0;
+}
+
+/* The ops under root (pre-order) named one of names, or, given get_attribute,
+   having an attribute named one of them, in *found (free with shlo_free);
+   their count, or -1 when memory ran out. */
+long shlo_search(Walk walk, GetName get_name, IdentifierStr identifier_str,
+                 GetAttribute get_attribute, void *root, const char *const *names,
+                 const size_t *lengths, size_t count, void ***found) {
+  Search search = {get_name, identifier_str, get_attribute, names, lengths, count,
+                   NULL, 0, 0, 0};
   Operation op = {root};
   walk(op, visit, &search, 0 /* MlirWalkPreOrder */);
   *found = search.found;
@@ -84,7 +100,8 @@ void shlo_free(void *pointer) { free(pointer); }
 
 _search: ctypes._CFuncPtr | None = None
 _free: ctypes._CFuncPtr | None = None
-_api: tuple[int, int, int] = (0, 0, 0)
+# mlirOperationWalk, mlirOperationGetName, mlirIdentifierStr, mlirOperationGetAttributeByName.
+_api: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 def enable(driver: str) -> None:
@@ -98,16 +115,21 @@ def enable(driver: str) -> None:
     # Loaded, the file is no longer needed: a worker killed with its host
     # leaves no directory behind.
     shutil.rmtree(os.path.dirname(path), ignore_errors=True)
-    search = library.shlo_ops_named
+    search = library.shlo_search
     pointer = ctypes.c_void_p
-    search.argtypes = [pointer, pointer, pointer, pointer, pointer, pointer, ctypes.c_size_t]
-    search.argtypes += [ctypes.POINTER(ctypes.POINTER(pointer))]
+    search.argtypes = [pointer] * 7 + [ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(pointer))]
     search.restype = ctypes.c_long
     library.shlo_free.argtypes = [pointer]
-    _api = tuple(
+    walk, get_name, identifier_str, get_attribute = (
         c_api_function(name)
-        for name in ("mlirOperationWalk", "mlirOperationGetName", "mlirIdentifierStr")
+        for name in (
+            "mlirOperationWalk",
+            "mlirOperationGetName",
+            "mlirIdentifierStr",
+            "mlirOperationGetAttributeByName",
+        )
     )
+    _api = (walk, get_name, identifier_str, get_attribute)
     _search, _free = search, library.shlo_free
 
 
@@ -123,17 +145,36 @@ def _name_arrays(names: tuple[str, ...]) -> tuple[ctypes.Array, ctypes.Array]:
     )
 
 
-def ops_named(root: ir.Operation, names: Sequence[str]) -> list[ir.Operation] | None:
-    """The ops under ``root`` (pre-order) named one of ``names``; None when not enabled."""
+def _run(root: ir.Operation, names: Sequence[str], by_attribute: bool) -> list[ir.Operation] | None:
     search, free = _search, _free
     if search is None or free is None:
         return None
+    walk, get_name, identifier_str, get_attribute = _api
     texts, lengths = _name_arrays(tuple(names))
     found = ctypes.POINTER(ctypes.c_void_p)()
-    count = search(*_api, operation_pointer(root), texts, lengths, len(names), ctypes.byref(found))
+    count = search(
+        walk,
+        get_name,
+        identifier_str,
+        get_attribute if by_attribute else None,
+        operation_pointer(root),
+        texts,
+        lengths,
+        len(names),
+        ctypes.byref(found),
+    )
     try:
-        if count < 0:
-            return None
-        return operations_at(found[:count])
+        return None if count < 0 else operations_at(found[:count])
     finally:
         free(found)
+
+
+def ops_named(root: ir.Operation, names: Sequence[str]) -> list[ir.Operation] | None:
+    """The ops under ``root`` (pre-order) named one of ``names``; None when not enabled."""
+    return _run(root, names, by_attribute=False)
+
+
+def ops_with_attributes(root: ir.Operation, names: Sequence[str]) -> list[ir.Operation] | None:
+    """The ops under ``root`` (pre-order) that have an attribute named one of ``names``
+    (inherent or discardable); None when not enabled."""
+    return _run(root, names, by_attribute=True)

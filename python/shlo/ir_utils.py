@@ -54,6 +54,14 @@ def ops_named(root: ir.Operation, *names: str) -> list[ir.Operation]:
     return found
 
 
+def ops_with_attributes(root: ir.Operation, *names: str) -> list[ir.Operation]:
+    """Operations under ``root`` (pre-order) that have an attribute named one of ``names``."""
+    searched = fast_walks.ops_with_attributes(root, names)
+    if searched is not None:
+        return searched
+    return [op for op in ops_named(root) if any(name in op.attributes for name in names)]
+
+
 def functions(root: ir.Operation) -> list[ir.Operation]:
     """The ``func.func`` ops under ``root``, found without walking their bodies."""
     found: list[ir.Operation] = []

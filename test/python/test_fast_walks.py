@@ -7,7 +7,7 @@ from shlo import _worker, fast_walks
 from shlo._mlir_compat import ir, new_context
 from shlo.backends.cpu.runtime import linker
 from shlo.diagnostics import ShloError
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import ops_named, ops_with_attributes
 
 NESTED = """
 func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
@@ -120,3 +120,36 @@ def test_the_worker_enables_c_walks_where_it_can_build_them(monkeypatch):
     _worker._try_fast_walks()
     assert fast_walks.enabled()
     assert _worker._fast_walks_tried
+
+
+def test_c_walk_finds_ops_by_attribute_as_python_does(c_walks):
+    module = ir.Module.parse(NESTED, new_context())
+    adds = ops_named(module.operation, "stablehlo.add")
+    adds[1].attributes["shlo.tag"] = ir.UnitAttr.get(module.context)
+    names = ("shlo.tag", "sym_visibility")  # a discardable and an inherent attribute
+    found = fast_walks.ops_with_attributes(module.operation, names)
+    expected = [
+        op
+        for op in python_walk(module.operation, *_all_names(module))
+        if any(name in op.attributes for name in names)
+    ]
+    assert found is not None
+    assert [op.name for op in found] == ["func.func", "stablehlo.add"]  # @twice and its add
+    assert found == expected
+    assert ops_with_attributes(module.operation, *names) == expected
+    assert fast_walks.ops_with_attributes(module.operation, ["shlo.missing"]) == []
+
+
+def _all_names(module: ir.Module) -> list[str]:
+    names: list[str] = []
+    module.operation.walk(lambda op: (names.append(op.name), ir.WalkResult.ADVANCE)[1])
+    return names
+
+
+def test_without_the_c_walk_ops_with_attributes_walks_in_python(monkeypatch):
+    monkeypatch.setattr(fast_walks, "_search", None)
+    module = ir.Module.parse(NESTED, new_context())
+    assert fast_walks.ops_with_attributes(module.operation, ["sym_visibility"]) is None
+    assert [op.name for op in ops_with_attributes(module.operation, "sym_visibility")] == [
+        "func.func"
+    ]
