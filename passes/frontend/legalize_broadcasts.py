@@ -50,6 +50,7 @@ from shlo.broadcasting import (
     plan_broadcast,
     plan_numpy_broadcast,
 )
+from shlo.ir_utils import ops_named
 from shlo.pass_framework import Pass, PassError
 
 # chlo.broadcast_<x> -> the StableHLO op computing it once the shapes agree.
@@ -560,16 +561,9 @@ class LegalizeBroadcastsPass(Pass):
     argument: ClassVar[str] = "shlo-legalize-broadcasts"
 
     def run(self, module: ir.Operation) -> None:
-        found: list[ir.Operation] = []
-
-        def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name in HANDLED:
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
         # Pre-order keeps each block's ops in program order, which the reuse
         # of broadcasts within a block relies on.
-        module.walk(visit, ir.WalkOrder.PRE_ORDER)
+        found = ops_named(module, *HANDLED)
         if not found:
             return
         legalizer = _Legalizer()

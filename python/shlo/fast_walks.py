@@ -95,10 +95,25 @@ long shlo_search(Walk walk, GetName get_name, IdentifierStr identifier_str,
   return search.failed ? -1 : (long)search.size;
 }
 
+static int count(Operation op, void *data) {
+  (void)op;
+  ++*(long *)data;
+  return 0;
+}
+
+/* How many ops there are under root, root included. */
+long shlo_count_ops(Walk walk, void *root) {
+  long ops = 0;
+  Operation op = {root};
+  walk(op, count, &ops, 0);
+  return ops;
+}
+
 void shlo_free(void *pointer) { free(pointer); }
 """
 
 _search: ctypes._CFuncPtr | None = None
+_count: ctypes._CFuncPtr | None = None
 _free: ctypes._CFuncPtr | None = None
 # mlirOperationWalk, mlirOperationGetName, mlirIdentifierStr, mlirOperationGetAttributeByName.
 _api: tuple[int, int, int, int] = (0, 0, 0, 0)
@@ -108,7 +123,7 @@ def enable(driver: str) -> None:
     """Compile the C walk with ``driver`` (a C compiler) and use it from now on.
 
     Raises ShloError when the compiler fails."""
-    global _search, _free, _api
+    global _search, _count, _free, _api
     path = build_once(driver, _SOURCE, "fast_walks.so", ["-shared", "-fPIC", "-O2"])
     # PyDLL keeps the GIL during the call: no other thread changes the IR meanwhile.
     library = ctypes.PyDLL(path)
@@ -120,6 +135,8 @@ def enable(driver: str) -> None:
     search.argtypes = [pointer] * 7 + [ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(pointer))]
     search.restype = ctypes.c_long
     library.shlo_free.argtypes = [pointer]
+    library.shlo_count_ops.argtypes = [pointer, pointer]
+    library.shlo_count_ops.restype = ctypes.c_long
     walk, get_name, identifier_str, get_attribute = (
         c_api_function(name)
         for name in (
@@ -130,7 +147,7 @@ def enable(driver: str) -> None:
         )
     )
     _api = (walk, get_name, identifier_str, get_attribute)
-    _search, _free = search, library.shlo_free
+    _search, _count, _free = search, library.shlo_count_ops, library.shlo_free
 
 
 def enabled() -> bool:
@@ -178,3 +195,11 @@ def ops_with_attributes(root: ir.Operation, names: Sequence[str]) -> list[ir.Ope
     """The ops under ``root`` (pre-order) that have an attribute named one of ``names``
     (inherent or discardable); None when not enabled."""
     return _run(root, names, by_attribute=True)
+
+
+def op_count(root: ir.Operation) -> int | None:
+    """How many ops there are under ``root``, itself included; None when not enabled."""
+    count = _count
+    if count is None:
+        return None
+    return count(_api[0], operation_pointer(root))

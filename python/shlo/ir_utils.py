@@ -62,6 +62,22 @@ def ops_with_attributes(root: ir.Operation, *names: str) -> list[ir.Operation]:
     return [op for op in ops_named(root) if any(name in op.attributes for name in names)]
 
 
+def op_count(root: ir.Operation) -> int:
+    """How many operations there are under ``root``, itself included."""
+    counted = fast_walks.op_count(root)
+    if counted is not None:
+        return counted
+    count = 0
+
+    def visit(_: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return count
+
+
 def functions(root: ir.Operation) -> list[ir.Operation]:
     """The ``func.func`` ops under ``root``, found without walking their bodies."""
     found: list[ir.Operation] = []

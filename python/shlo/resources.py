@@ -18,6 +18,7 @@ import numpy as np
 from shlo._mlir_compat import ir
 from shlo.diagnostics import ShloError, collect_diagnostics
 from shlo.dtypes import numpy_dtype
+from shlo.ir_utils import ops_named
 
 _HANDLE = re.compile(r'dense_resource<("(?:[^"\\]|\\.)*"|[^>]+)>')
 _BLOB = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|[\w.$-]+)\s*:\s*"0x([0-9A-Fa-f]*)"', re.MULTILINE)
@@ -42,18 +43,14 @@ def _is_resource(attribute: ir.Attribute) -> bool:
 
 def _resource_constants(module: ir.Module) -> list[ir.Operation]:
     found = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in _CONSTANT_OPS and len(op.results) == 1:
+    for op in ops_named(module.operation, *_CONSTANT_OPS):
+        if len(op.results) == 1:
             type_ = op.results[0].type
             complex_ = isinstance(type_, ir.ShapedType) and isinstance(
                 type_.element_type, ir.ComplexType
             )
             if not complex_ and _is_resource(op.attributes["value"]):
                 found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
     return found
 
 

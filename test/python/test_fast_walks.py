@@ -7,7 +7,7 @@ from shlo import _worker, fast_walks
 from shlo._mlir_compat import ir, new_context
 from shlo.backends.cpu.runtime import linker
 from shlo.diagnostics import ShloError
-from shlo.ir_utils import ops_named, ops_with_attributes
+from shlo.ir_utils import op_count, ops_named, ops_with_attributes
 
 NESTED = """
 func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> tensor<4xf32> {
@@ -153,3 +153,19 @@ def test_without_the_c_walk_ops_with_attributes_walks_in_python(monkeypatch):
     assert [op.name for op in ops_with_attributes(module.operation, "sym_visibility")] == [
         "func.func"
     ]
+
+
+def test_c_walk_counts_the_ops_python_counts(c_walks):
+    module = ir.Module.parse(NESTED, new_context())
+    expected = len(_all_names(module))
+    assert fast_walks.op_count(module.operation) == expected
+    assert op_count(module.operation) == expected
+    (loop,) = ops_named(module.operation, "stablehlo.while")
+    assert op_count(loop) == 8  # the while, and the 3 + 4 ops of its regions
+
+
+def test_without_the_c_walk_op_count_walks_in_python(monkeypatch):
+    monkeypatch.setattr(fast_walks, "_count", None)
+    module = ir.Module.parse(NESTED, new_context())
+    assert fast_walks.op_count(module.operation) is None
+    assert op_count(module.operation) == len(_all_names(module))
