@@ -7,19 +7,19 @@ compiled here once per process by ``enable``, walks through the MLIR C API
 of the bindings' own library and hands back only the matches (GPT-2's
 largest module: 16 ms a walk in Python, 1.2 ms in C). The worker enables it
 while it waits for its first request; elsewhere, or without a C compiler,
-the functions here return None and the caller walks in Python.
+the functions here return None and the caller walks in Python. The library
+is built in memory (``c_build.load_built_in_memory``): a worker killed while
+it builds leaves no file.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import os
-import shutil
 from collections.abc import Sequence
 
 from shlo._mlir_compat import c_api_function, ir, operation_pointer, operations_at
-from shlo.c_build import build_once
+from shlo.c_build import load_built_in_memory
 
 # The C API's types by value: an op, an identifier and an attribute are one
 # pointer each.
@@ -124,12 +124,8 @@ def enable(driver: str) -> None:
 
     Raises ShloError when the compiler fails."""
     global _search, _count, _free, _api
-    path = build_once(driver, _SOURCE, "fast_walks.so", ["-shared", "-fPIC", "-O2"])
-    # PyDLL keeps the GIL during the call: no other thread changes the IR meanwhile.
-    library = ctypes.PyDLL(path)
-    # Loaded, the file is no longer needed: a worker killed with its host
-    # leaves no directory behind.
-    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    # A PyDLL keeps the GIL during calls: no other thread changes the IR meanwhile.
+    library = load_built_in_memory(driver, _SOURCE, "fast_walks.so")
     search = library.shlo_search
     pointer = ctypes.c_void_p
     search.argtypes = [pointer] * 7 + [ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(pointer))]

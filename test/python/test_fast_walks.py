@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 from shlo import _worker, fast_walks
 from shlo._mlir_compat import ir, new_context
@@ -110,6 +113,27 @@ def test_a_compiler_that_fails_is_an_error_and_leaves_python_walks(monkeypatch):
     with pytest.raises(ShloError, match=r"compiling fast_walks\.so failed"):
         fast_walks.enable("false")
     assert not fast_walks.enabled()
+
+
+def test_building_the_c_walk_leaves_no_file(monkeypatch):
+    """Built in memory: a worker killed while it builds leaves nothing in the temp directory."""
+    driver = linker()
+    if driver is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setattr(fast_walks, "_search", None)
+    temp = tempfile.gettempdir()
+    before = set(os.listdir(temp))
+    fast_walks.enable(driver)
+    assert fast_walks.enabled()
+    # Other tests running at the same time may make directories of their own.
+    for entry in set(os.listdir(temp)) - before:
+        path = os.path.join(temp, entry)
+        assert "fast_walks" not in entry
+        if os.path.isdir(path):
+            try:
+                assert "fast_walks.so" not in os.listdir(path)
+            except FileNotFoundError:
+                pass  # removed meanwhile by whoever made it
 
 
 def test_the_worker_enables_c_walks_where_it_can_build_them(monkeypatch):
