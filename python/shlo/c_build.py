@@ -1,4 +1,4 @@
-"""C code that shlo compiles on this machine, with its C compiler, once per process."""
+"""C code that shlo compiles on this machine, with its C compiler."""
 
 from __future__ import annotations
 

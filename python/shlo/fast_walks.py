@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from shlo._mlir_compat import c_api_function, ir, operation_pointer, operations_at
 from shlo.c_build import load_built_in_memory
@@ -112,42 +113,52 @@ long shlo_count_ops(Walk walk, void *root) {
 void shlo_free(void *pointer) { free(pointer); }
 """
 
-_search: ctypes._CFuncPtr | None = None
-_count: ctypes._CFuncPtr | None = None
-_free: ctypes._CFuncPtr | None = None
-# mlirOperationWalk, mlirOperationGetName, mlirIdentifierStr, mlirOperationGetAttributeByName.
-_api: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+@dataclass(frozen=True)
+class _Library:
+    """The built C functions and the C API functions they call."""
+
+    search: ctypes._CFuncPtr
+    count: ctypes._CFuncPtr
+    free: ctypes._CFuncPtr
+    walk: int  # mlirOperationWalk
+    get_name: int  # mlirOperationGetName
+    identifier_str: int  # mlirIdentifierStr
+    get_attribute: int  # mlirOperationGetAttributeByName
+
+
+_library: _Library | None = None
 
 
 def enable(driver: str) -> None:
     """Compile the C walk with ``driver`` (a C compiler) and use it from now on.
 
     Raises ShloError when the compiler fails."""
-    global _search, _count, _free, _api
+    global _library
     # A PyDLL keeps the GIL during calls: no other thread changes the IR meanwhile.
     library = load_built_in_memory(driver, _SOURCE, "fast_walks.so")
-    search = library.shlo_search
     pointer = ctypes.c_void_p
-    search.argtypes = [pointer] * 7 + [ctypes.c_size_t, ctypes.POINTER(ctypes.POINTER(pointer))]
-    search.restype = ctypes.c_long
-    library.shlo_free.argtypes = [pointer]
+    library.shlo_search.argtypes = [pointer] * 7 + [
+        ctypes.c_size_t,
+        ctypes.POINTER(ctypes.POINTER(pointer)),
+    ]
+    library.shlo_search.restype = ctypes.c_long
     library.shlo_count_ops.argtypes = [pointer, pointer]
     library.shlo_count_ops.restype = ctypes.c_long
-    walk, get_name, identifier_str, get_attribute = (
-        c_api_function(name)
-        for name in (
-            "mlirOperationWalk",
-            "mlirOperationGetName",
-            "mlirIdentifierStr",
-            "mlirOperationGetAttributeByName",
-        )
+    library.shlo_free.argtypes = [pointer]
+    _library = _Library(
+        library.shlo_search,
+        library.shlo_count_ops,
+        library.shlo_free,
+        c_api_function("mlirOperationWalk"),
+        c_api_function("mlirOperationGetName"),
+        c_api_function("mlirIdentifierStr"),
+        c_api_function("mlirOperationGetAttributeByName"),
     )
-    _api = (walk, get_name, identifier_str, get_attribute)
-    _search, _count, _free = search, library.shlo_count_ops, library.shlo_free
 
 
 def enabled() -> bool:
-    return _search is not None
+    return _library is not None
 
 
 @functools.lru_cache(maxsize=256)
@@ -159,17 +170,16 @@ def _name_arrays(names: tuple[str, ...]) -> tuple[ctypes.Array, ctypes.Array]:
 
 
 def _run(root: ir.Operation, names: Sequence[str], by_attribute: bool) -> list[ir.Operation] | None:
-    search, free = _search, _free
-    if search is None or free is None:
+    library = _library
+    if library is None:
         return None
-    walk, get_name, identifier_str, get_attribute = _api
     texts, lengths = _name_arrays(tuple(names))
     found = ctypes.POINTER(ctypes.c_void_p)()
-    count = search(
-        walk,
-        get_name,
-        identifier_str,
-        get_attribute if by_attribute else None,
+    count = library.search(
+        library.walk,
+        library.get_name,
+        library.identifier_str,
+        library.get_attribute if by_attribute else None,
         operation_pointer(root),
         texts,
         lengths,
@@ -179,7 +189,7 @@ def _run(root: ir.Operation, names: Sequence[str], by_attribute: bool) -> list[i
     try:
         return None if count < 0 else operations_at(found[:count])
     finally:
-        free(found)
+        library.free(found)
 
 
 def ops_named(root: ir.Operation, names: Sequence[str]) -> list[ir.Operation] | None:
@@ -195,7 +205,7 @@ def ops_with_attributes(root: ir.Operation, names: Sequence[str]) -> list[ir.Ope
 
 def op_count(root: ir.Operation) -> int | None:
     """How many ops there are under ``root``, itself included; None when not enabled."""
-    count = _count
-    if count is None:
+    library = _library
+    if library is None:
         return None
-    return count(_api[0], operation_pointer(root))
+    return library.count(library.walk, operation_pointer(root))

@@ -42,10 +42,10 @@ def c_walks():
     driver = linker()
     if driver is None:
         pytest.skip("no C compiler to build the walk with")
-    saved = (fast_walks._search, fast_walks._free)
+    saved = fast_walks._library
     fast_walks.enable(driver)
     yield
-    fast_walks._search, fast_walks._free = saved
+    fast_walks._library = saved
 
 
 def python_walk(root: ir.Operation, *names: str) -> list[ir.Operation]:
@@ -102,14 +102,14 @@ def test_ops_found_in_c_can_be_rewritten(c_walks):
 
 
 def test_without_the_c_walk_ops_named_walks_in_python(monkeypatch):
-    monkeypatch.setattr(fast_walks, "_search", None)
+    monkeypatch.setattr(fast_walks, "_library", None)
     module = ir.Module.parse(NESTED, new_context())
     assert fast_walks.ops_named(module.operation, ["stablehlo.add"]) is None
     assert len(ops_named(module.operation, "stablehlo.add")) == 2
 
 
 def test_a_compiler_that_fails_is_an_error_and_leaves_python_walks(monkeypatch):
-    monkeypatch.setattr(fast_walks, "_search", None)
+    monkeypatch.setattr(fast_walks, "_library", None)
     with pytest.raises(ShloError, match=r"compiling fast_walks\.so failed"):
         fast_walks.enable("false")
     assert not fast_walks.enabled()
@@ -120,7 +120,7 @@ def test_building_the_c_walk_leaves_no_file(monkeypatch):
     driver = linker()
     if driver is None:
         pytest.skip("no C compiler")
-    monkeypatch.setattr(fast_walks, "_search", None)
+    monkeypatch.setattr(fast_walks, "_library", None)
     temp = tempfile.gettempdir()
     before = set(os.listdir(temp))
     fast_walks.enable(driver)
@@ -139,7 +139,7 @@ def test_building_the_c_walk_leaves_no_file(monkeypatch):
 def test_the_worker_enables_c_walks_where_it_can_build_them(monkeypatch):
     if linker() is None:
         pytest.skip("no C compiler")
-    monkeypatch.setattr(fast_walks, "_search", None)
+    monkeypatch.setattr(fast_walks, "_library", None)
     monkeypatch.setattr(_worker, "_fast_walks_tried", False)
     _worker._try_fast_walks()
     assert fast_walks.enabled()
@@ -171,7 +171,7 @@ def _all_names(module: ir.Module) -> list[str]:
 
 
 def test_without_the_c_walk_ops_with_attributes_walks_in_python(monkeypatch):
-    monkeypatch.setattr(fast_walks, "_search", None)
+    monkeypatch.setattr(fast_walks, "_library", None)
     module = ir.Module.parse(NESTED, new_context())
     assert fast_walks.ops_with_attributes(module.operation, ["sym_visibility"]) is None
     assert [op.name for op in ops_with_attributes(module.operation, "sym_visibility")] == [
@@ -189,7 +189,7 @@ def test_c_walk_counts_the_ops_python_counts(c_walks):
 
 
 def test_without_the_c_walk_op_count_walks_in_python(monkeypatch):
-    monkeypatch.setattr(fast_walks, "_count", None)
+    monkeypatch.setattr(fast_walks, "_library", None)
     module = ir.Module.parse(NESTED, new_context())
     assert fast_walks.op_count(module.operation) is None
     assert op_count(module.operation) == len(_all_names(module))
