@@ -25,6 +25,7 @@ from shlo import fast_walks, progress
 from shlo._mlir_compat import (
     defer_engine_teardown,
     destroy_finished_engines,
+    ir,
     prepare_context,
     use_linalg_without_opdsl,
 )
@@ -47,6 +48,7 @@ from shlo.isolation import (
     write_message,
 )
 from shlo.opt_task import opt
+from shlo.pipeline import prepare_pass_managers, record_pipelines, recorded_pipelines
 from shlo.refine import refine_to_bytecode
 from shlo.torch import lower_to_stablehlo as lower_torch_to_stablehlo
 
@@ -257,6 +259,19 @@ def _try_fast_walks() -> None:
         pass
 
 
+def _request_waiting() -> bool:
+    return bool(select.select([0], [], [], 0)[0])
+
+
+def _prepare_pass_managers(context: ir.Context) -> None:
+    """The pass managers of the last request's pipelines, initialized for the next
+    one's context (``shlo.pipeline.prepare_pass_managers``), until a request arrives."""
+    try:
+        prepare_pass_managers(context, recorded_pipelines(), _request_waiting)
+    except Exception:  # the request builds its own
+        pass
+
+
 def main() -> None:
     parent = int(os.environ.get("SHLO_WORKER_PARENT", os.getppid()))
     _exit_with_parent(parent)
@@ -272,8 +287,9 @@ def main() -> None:
     parallel_codegen.fork_allowed = True
     use_linalg_without_opdsl()
     defer_engine_teardown()
+    record_pipelines()
     # Not when the host already waits: the request itself pays those costs.
-    if os.environ.get("SHLO_WORKER_WARM_UP") == "1" and not select.select([0], [], [], 0)[0]:
+    if os.environ.get("SHLO_WORKER_WARM_UP") == "1" and not _request_waiting():
         _warm_up()
     # Replies go to the original stdout; anything printed there later, by C++
     # or Python, goes to stderr instead and cannot corrupt the reply stream.
@@ -281,14 +297,17 @@ def main() -> None:
     os.dup2(2, 1)
     requests = sys.stdin.buffer
     while True:
-        destroy_finished_engines()
         try:
-            prepare_context()
+            context = prepare_context()
         except Exception:  # the request makes its own, and reports what fails
-            pass
+            context = None
         # Building it takes about 40 ms: not while a request waits.
-        if not _fast_walks_tried and not select.select([0], [], [], 0)[0]:
+        if not _fast_walks_tried and not _request_waiting():
             _try_fast_walks()
+        if context is not None:
+            _prepare_pass_managers(context)
+        # Last, and not while a request waits: each takes about 2 ms.
+        destroy_finished_engines(_request_waiting)
         try:
             request = read_message(requests)
         except EOFError:

@@ -113,11 +113,14 @@ def test_context_loads_the_working_dialects_and_parses_any_other() -> None:
     assert context.is_dialect_loaded("tosa")
 
 
-def test_compiles_in_a_row_each_get_their_own_program() -> None:
-    # Each request parses into the context prepared while the worker was idle.
+@pytest.mark.parametrize("pause", [0.0, 0.2])
+def test_compiles_in_a_row_each_get_their_own_program(pause: float) -> None:
+    # Each request parses into the context prepared while the worker was idle,
+    # and with a pause runs the pass managers it prepared for that context.
     sources = [NEGATE, DOUBLE, NEGATE.replace("negate", "abs"), DOUBLE] * 3
     expected = [-X, 2 * X, np.abs(X), 2 * X] * 3
     for source, want in zip(sources, expected):
+        time.sleep(pause)
         np.testing.assert_array_equal(shlo.compile(source)(X), want)
 
 

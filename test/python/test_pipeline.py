@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from shlo import ShloError, ir, new_context, run_pipeline
+from shlo import ShloError, ir, new_context, pipeline, run_pipeline
 from shlo._mlir_compat import passmanager
 from shlo.pass_framework import OptionError, Pass, PassError, split_top_level
 from shlo.passes import PASSES
@@ -17,6 +17,9 @@ from shlo.pipeline import (
     expand,
     flag_element,
     pipeline_elements,
+    prepare_pass_managers,
+    record_pipelines,
+    recorded_pipelines,
     registered_passes,
 )
 
@@ -156,3 +159,70 @@ def test_run_pipeline_raises_shlo_error_with_location():
     (diagnostic,) = caught.value.diagnostics
     assert diagnostic.where == "add_one.mlir:1:1"
     assert "argument #0 of @main has type tensor<?xf32>" in diagnostic.message
+
+
+def _counting_builds(monkeypatch) -> list[object]:
+    built: list[object] = []
+
+    def build(elements, context):
+        built.append(elements)
+        return build_pass_manager(elements, context)
+
+    monkeypatch.setattr(pipeline, "build_pass_manager", build)
+    return built
+
+
+def test_a_prepared_pass_manager_serves_one_run_in_its_context(monkeypatch):
+    context, other = new_context(), new_context()
+    prepare_pass_managers(context, [("canonicalize", "cse")])
+    built = _counting_builds(monkeypatch)
+    run_pipeline(ir.Module.parse(ADD_ONE, other), ["canonicalize", "cse"])
+    assert len(built) == 1  # another context's: built anew
+    run_pipeline(ir.Module.parse(ADD_ONE, context), "builtin.module(canonicalize,cse)")
+    assert len(built) == 1  # the prepared one
+    run_pipeline(ir.Module.parse(ADD_ONE, context), ["canonicalize", "cse"])
+    assert len(built) == 2  # used once
+
+
+def test_preparing_stops_when_interrupted(monkeypatch):
+    context = new_context()
+    prepare_pass_managers(context, [("canonicalize",), ("cse",)], interrupted=lambda: True)
+    built = _counting_builds(monkeypatch)
+    run_pipeline(ir.Module.parse(ADD_ONE, context), ["canonicalize"])
+    assert len(built) == 1
+
+
+# tosa.concat of one operand is its operand: a canonicalization pattern
+# (ConcatOptimization), not a folder.
+TOSA_CONCAT = """func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = tosa.concat %a {axis = 0 : i32} : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}"""
+
+
+def test_a_prepared_canonicalize_takes_the_patterns_of_dialects_loaded_since(monkeypatch):
+    # Its patterns were collected before tosa loaded; MLIR initializes the
+    # passes again when the context's dialects have changed.
+    context = new_context()
+    assert not context.is_dialect_loaded("tosa")
+    prepare_pass_managers(context, [("canonicalize",)])
+    module = ir.Module.parse(TOSA_CONCAT, context)
+    built = _counting_builds(monkeypatch)
+    run_pipeline(module, ["canonicalize"])
+    assert not built, "the prepared pass manager ran"
+    assert "tosa.concat" not in str(module)
+    untouched = ir.Module.parse(TOSA_CONCAT, new_context())
+    run_pipeline(untouched, ["canonicalize{disable-patterns=ConcatOptimization}"])
+    assert "tosa.concat" in str(untouched)
+
+
+def test_recorded_pipelines_are_distinct_and_in_order(monkeypatch):
+    monkeypatch.setattr(pipeline._prepared, "recorded", None)
+    context = new_context()
+    run_pipeline(ir.Module.parse(ADD_ONE, context), ["cse"])
+    assert recorded_pipelines() == []  # not recording
+    record_pipelines()
+    for elements in (["canonicalize", "cse"], ["cse"], "builtin.module(canonicalize,cse)"):
+        run_pipeline(ir.Module.parse(ADD_ONE, context), elements)
+    assert recorded_pipelines() == [("canonicalize", "cse"), ("cse",)]
+    assert recorded_pipelines() == []
