@@ -9,7 +9,8 @@ per-op cost flat. ``--gpt2-layers`` does the same for GPT-2 (transformers
 Flax, n_embd 768, seq 128) with that many layers, per layer. ``--stages``
 splits shlo's compile of bench models (``bench.models``) by the stages the
 worker reports (``shlo.progress``), the fastest of ``--repeats`` compiles,
-next to XLA's first compile of the model in this process. ``--llvm-split``
+next to XLA's first compile of the model in this process; with ``--pause``
+each compile comes after that many idle seconds. ``--llvm-split``
 times LLVM's code generation alone (``compile_object`` on each model's
 LLVM-dialect module, in this process) whole and split into shards on
 threads (``parallel_codegen``), alternating, median of ``--repeats``.
@@ -17,6 +18,7 @@ threads (``parallel_codegen``), alternating, median of ``--repeats``.
   .venv/bin/python bench/compile_time.py [--sizes 1000,2000,4000,10000] [--width 1024]
   .venv/bin/python bench/compile_time.py --gpt2-layers 1,2,4,8,12
   .venv/bin/python -m bench.compile_time --stages matmul,softmax,attention,gpt2 [--repeats 5]
+      [--pause 0.1]
   .venv/bin/python -m bench.compile_time --llvm-split mlp,conv2d,attention --repeats 7
 """
 
@@ -73,8 +75,14 @@ def gpt2_compile_times(layer_counts: list[int]) -> None:
         )
 
 
-def stage_times(names: list[str], repeats: int) -> None:
-    """A row per model: shlo's fastest compile split by stage, and XLA's compile, in ms."""
+def stage_times(names: list[str], repeats: int, pause: float = 0.0) -> None:
+    """A row per model: shlo's fastest compile split by stage, and XLA's compile, in ms.
+
+    ``pause`` seconds pass before each compile, as between a program's compile
+    and the next one's in a model's use: the worker prepares the next request
+    while it waits (its context and pass managers); 0 measures compiles back
+    to back, where a request comes before the worker is done.
+    """
     # Run as ``python -m bench.compile_time``: the repository's root is on the path.
     from shlo import progress
 
@@ -92,6 +100,7 @@ def stage_times(names: list[str], repeats: int) -> None:
         best: tuple[float, list[tuple[str, float]]] | None = None
         for _ in range(repeats):
             marks: list[tuple[str, float]] = []
+            time.sleep(pause)
             start = time.perf_counter()
             with progress.listening(lambda stage: marks.append((stage, time.perf_counter()))):
                 shlo.compile(case.exported.mlir_module_serialized)
@@ -105,6 +114,7 @@ def stage_times(names: list[str], repeats: int) -> None:
                 best = (end - start, list(zip(stages, spans, strict=True)))
         assert best is not None
         lowered = jax.jit(case.model.fn).lower(*case.model.args)  # tracing is not compile time
+        time.sleep(pause)
         start = time.perf_counter()
         lowered.compile()
         xla_ms = (time.perf_counter() - start) * 1e3
@@ -156,9 +166,12 @@ def main() -> None:
     parser.add_argument("--stages", help="comma-separated bench models, e.g. matmul,attention")
     parser.add_argument("--llvm-split", help="comma-separated bench models, e.g. mlp,attention")
     parser.add_argument("--repeats", type=int, default=5, help="compiles per model")
+    parser.add_argument(
+        "--pause", type=float, default=0.0, help="--stages: seconds idle before each compile"
+    )
     args = parser.parse_args()
     if args.stages:
-        stage_times(args.stages.split(","), args.repeats)
+        stage_times(args.stages.split(","), args.repeats, args.pause)
         return
     if args.llvm_split:
         llvm_split_times(args.llvm_split.split(","), args.repeats)
