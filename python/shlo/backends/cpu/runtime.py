@@ -456,7 +456,7 @@ def _first_on_path(cc: str, path: str | None) -> str | None:
 
 
 def _allocation_guard_object(driver: str) -> str:
-    """``_ALLOCATION_GUARD`` compiled once per process and driver (40 ms off every load)."""
+    """``_ALLOCATION_GUARD`` compiled once per driver (``build_once``; 40 ms off every load)."""
     return build_once(driver, _ALLOCATION_GUARD, "allocation_guard.o", ["-c", "-O2", "-fPIC"])
 
 
@@ -558,9 +558,9 @@ def prepare_linking_in_background() -> None:
     """Make what linking needs (the allocation guard's object, the stub libraries: what
     ``_link_commands`` makes) in a thread, once per process, while the worker compiles.
 
-    Each is made once per process and cached; made on demand, they took 90
-    of the 500 ms of a process's first compilation (``shlo-run`` on a small
-    program). A failure here is left for the link itself to report.
+    Each is made once and kept (``shlo.c_build.build_once``); made on demand,
+    they took 90 of the 500 ms of a process's first compilation (``shlo-run``
+    on a small program). A failure here is left for the link itself to report.
     """
     global _link_setup
     with _link_setup_lock:
