@@ -17,33 +17,40 @@ def _source() -> str:
     return f"int shlo_test_{secrets.token_hex(8)}(void) {{ return 1; }}\n"
 
 
+@pytest.fixture(autouse=True)
+def _own_temporary_directory(tmp_path, monkeypatch):
+    # The tests' helpers stay out of the user's shared directory.
+    monkeypatch.setattr(c_build.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(c_build, "_built", {})
+
+
 def test_a_helper_is_built_once_for_every_process(monkeypatch):
     source = _source()
     path = c_build.build_once(linker(), source, "helper.o", ["-c", "-fPIC"])
     assert os.path.dirname(path) == c_build.shared_directory()
     assert path.endswith("-helper.o") and open(path, "rb").read(4) == b"\x7fELF"
     # Another process (this one, having forgotten it) finds it without compiling.
-    monkeypatch.setattr(c_build, "_built", {})
-    monkeypatch.setattr(c_build.subprocess, "run", lambda *a, **k: pytest.fail("compiled again"))
-    assert c_build.build_once(linker(), source, "helper.o", ["-c", "-fPIC"]) == path
+    with monkeypatch.context() as patched:
+        patched.setattr(c_build, "_built", {})
+        patched.setattr(c_build.subprocess, "run", lambda *a, **k: pytest.fail("compiled again"))
+        assert c_build.build_once(linker(), source, "helper.o", ["-c", "-fPIC"]) == path
     # Other flags are another file.
-    monkeypatch.undo()
     other = c_build.build_once(linker(), source, "helper.o", ["-c", "-fPIC", "-O2"])
     assert other != path and os.path.dirname(other) == os.path.dirname(path)
 
 
 def test_no_partial_file_is_left_when_the_compiler_fails():
     directory = c_build.shared_directory()
+    assert directory is not None
     before = set(os.listdir(directory))
     with pytest.raises(c_build.ShloError, match=r"compiling broken\.o failed"):
         c_build.build_once(linker(), "this is not C", "broken.o", ["-c"])
     assert set(os.listdir(directory)) == before
 
 
-def test_a_shared_directory_that_is_not_private_is_not_used(tmp_path, monkeypatch):
+def test_a_shared_directory_that_is_not_private_is_not_used(tmp_path):
     # Another user could have made it, or put a symlink there: each process
     # builds into a temporary directory of its own instead.
-    monkeypatch.setattr(c_build.tempfile, "gettempdir", lambda: str(tmp_path))
     target = tmp_path / "elsewhere"
     target.mkdir(mode=0o700)
     (tmp_path / f"shlo-built-{os.getuid()}").symlink_to(target)
