@@ -94,8 +94,12 @@ def assert_reproducer_diverges_only_with_the_bug(report: CheckReport) -> None:
     shlo.load_module(report.reproducer)  # parses on its own
     with np.load(report.reproducer_inputs) as archive:
         inputs = [archive[name] for name in archive.files]
-    buggy = shlo.check(report.reproducer, *inputs, pipeline=BERT_FUSION_BUG, xla=False)
-    assert not buggy.ok
+    # Its own reproducer goes next to the first, not to a new temporary directory.
+    again = report.reproducer.parent / "again"
+    buggy = shlo.check(
+        report.reproducer, *inputs, pipeline=BERT_FUSION_BUG, xla=False, reproducer_dir=again
+    )
+    assert not buggy.ok and buggy.reproducer == again / "reproducer.mlir"
     fixed = shlo.check(report.reproducer, *inputs, xla=False)
     assert fixed.ok, fixed
 
