@@ -71,7 +71,7 @@ def _build_in_shared_directory(
     handle, partial = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
     os.close(handle)
     try:
-        _compile(driver, source, name, [*flags, "-x", "c", "-", "-o", partial])
+        _compile(driver, source, name, flags, partial)
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):
@@ -83,14 +83,17 @@ def _build_in_private_directory(driver: str, source: str, name: str, flags: list
     directory = tempfile.mkdtemp(prefix="shlo-built-")
     atexit.register(shutil.rmtree, directory, True)
     path = os.path.join(directory, name)
-    _compile(driver, source, name, [*flags, "-x", "c", "-", "-o", path])
+    _compile(driver, source, name, flags, path)
     return path
 
 
-def _compile(driver: str, source: str, name: str, arguments: list[str]) -> None:
-    """Run ``driver`` on ``arguments``, the source on its standard input."""
+def _compile(driver: str, source: str, name: str, flags: list[str], output: str) -> None:
+    """Compile the C ``source``, given on the compiler's standard input, into ``output``."""
     compiled = subprocess.run(
-        [driver, *arguments], input=source.encode(), capture_output=True, check=False
+        [driver, *flags, "-x", "c", "-", "-o", output],
+        input=source.encode(),
+        capture_output=True,
+        check=False,
     )
     if compiled.returncode != 0:
         message = compiled.stderr.decode(errors="replace").strip()
@@ -124,14 +127,7 @@ def load_built_in_memory(driver: str, source: str, name: str) -> ctypes.PyDLL:
         raise ShloError(f"compiling {name} needs memfd_create (Linux)")
     fd = os.memfd_create(name)
     try:
-        output = f"/proc/{os.getpid()}/fd/{fd}"
-        flags = ["-shared", "-fPIC", "-O2", "-x", "c", "-", "-o", output]
-        compiled = subprocess.run(
-            [driver, *flags], input=source.encode(), capture_output=True, check=False
-        )
-        if compiled.returncode != 0:
-            message = compiled.stderr.decode(errors="replace").strip()
-            raise ShloError(f"compiling {name} failed: {message}")
+        _compile(driver, source, name, ["-shared", "-fPIC", "-O2"], f"/proc/{os.getpid()}/fd/{fd}")
         return ctypes.PyDLL(f"/proc/self/fd/{fd}")
     finally:
         os.close(fd)  # the loaded library keeps its mapping
