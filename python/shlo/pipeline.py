@@ -180,9 +180,9 @@ class _PreparedPassManagers:
 _prepared = _PreparedPassManagers()
 
 
-def _pipeline_key(pipeline: str | list[str]) -> tuple[str, ...] | None:
-    elements = tuple(pipeline_elements(pipeline) if isinstance(pipeline, str) else pipeline)
-    return elements if all(isinstance(element, str) for element in elements) else None
+def _pipeline_key(elements: list[str]) -> tuple[str, ...] | None:
+    """The pipeline as a key of prepared pass managers; None when it holds Pass objects."""
+    return tuple(elements) if all(isinstance(element, str) for element in elements) else None
 
 
 def record_pipelines() -> None:
@@ -241,14 +241,15 @@ def run_pipeline(
     than most passes (GPT-2, 12 layers: 1.7 of 3.9 s of lowering).
     """
     context = module.context
-    key = _pipeline_key(pipeline)
+    elements = pipeline_elements(pipeline) if isinstance(pipeline, str) else pipeline
+    key = _pipeline_key(elements)
     pm = None
     if key is not None:
         if _prepared.recorded is not None:
             _prepared.recorded.append(key)
         pm = _prepared.take(context, key)
     if pm is None:
-        pm = build_pass_manager(pipeline, context)
+        pm = build_pass_manager(elements, context)
     pm.enable_verifier(verify_each)
     with collect_diagnostics(context, filename) as collector:
         try:
