@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import gc
 import os
 import subprocess
 import sys
@@ -77,6 +80,7 @@ def _assert_stub_names(stub: str, library: str) -> None:
 
 
 def test_code_is_linked_by_ld_directly(object_code, monkeypatch):
+    monkeypatch.setattr(runtime, "_LOAD_WITHOUT_LINKER", False)
     if runtime._direct_link(runtime.linker()) is None:
         pytest.skip("the C compiler driver does not name its linker")
     runtime._link_commands(runtime.linker(), "a.o", "a.so", None)  # builds its files once
@@ -86,6 +90,7 @@ def test_code_is_linked_by_ld_directly(object_code, monkeypatch):
 
 
 def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
+    monkeypatch.setattr(runtime, "_LOAD_WITHOUT_LINKER", False)
     driver = runtime.linker()
     if runtime._direct_link(driver) is None or runtime.load_openmp() is None:
         pytest.skip("needs ld named by the driver and intel-openmp")
@@ -106,6 +111,7 @@ def test_threaded_code_links_against_a_stub_of_openmp(monkeypatch):
 
 
 def test_code_needs_the_math_library_through_a_stub(monkeypatch):
+    monkeypatch.setattr(runtime, "_LOAD_WITHOUT_LINKER", False)
     driver = runtime.linker()
     direct = runtime._direct_link(driver)
     if direct is None:
@@ -132,6 +138,7 @@ func.func @main(%x: tensor<8xf64>) -> tensor<8xf64> {
 
 
 def test_a_failing_direct_link_falls_back_to_the_driver(object_code, monkeypatch):
+    monkeypatch.setattr(runtime, "_LOAD_WITHOUT_LINKER", False)
     driver = runtime.linker()
     monkeypatch.setattr(runtime, "_direct_link", lambda _: ("false", []))
     assert [command[0] for command in runtime._link_commands(driver, "a.o", "a.so", None)] == [
@@ -255,3 +262,123 @@ def test_a_large_result_reuses_a_buffer_only_once_nothing_refers_to_it():
         np.testing.assert_array_equal(np.asarray(held), expected, err_msg=name)
         del held
     assert runtime.ResultBuffers.reused(65536 * 4) and not runtime.ResultBuffers.reused(16)
+
+
+# Loading without a linker (object_loader): the host places the object code in
+# memory itself; what it cannot load goes to ld.
+
+SHARDED = """
+func.func @main(%x: tensor<64x96xf32>, %w: tensor<96x32xf32>) -> (tensor<64x32xf32>, tensor<64xf32>) {
+  %t = stablehlo.tanh %x : tensor<64x96xf32>
+  %m = stablehlo.dot_general %t, %w, contracting_dims = [1] x [0] : (tensor<64x96xf32>, tensor<96x32xf32>) -> tensor<64x32xf32>
+  %e = stablehlo.exponential %m : tensor<64x32xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<64x96xf32>, tensor<f32>) -> tensor<64xf32>
+  return %e, %s : tensor<64x32xf32>, tensor<64xf32>
+}
+"""
+
+# (program, threads, inputs): one object; OpenMP's calls; the C library's
+# sin for f64; an archive of shards that call each other.
+LOADABLE = {
+    "elementwise": (PROGRAM, 1, [np.linspace(-2, 2, 64, dtype=np.float32)]),
+    "threaded": (
+        PROGRAM.replace("64xf32", "262144xf32"),
+        2,
+        [np.linspace(-2, 2, 262144, dtype=np.float32)],
+    ),
+    "f64 sine": (
+        PROGRAM.replace("64xf32", "8xf64").replace(
+            "%e = stablehlo.exponential %x", "%e = stablehlo.negate %x"
+        ),
+        1,
+        [np.linspace(-3, 3, 8)],
+    ),
+    "shards": (
+        SHARDED,
+        2,
+        [
+            np.random.default_rng(0).standard_normal((64, 96)).astype(np.float32),
+            np.random.default_rng(1).standard_normal((96, 32)).astype(np.float32) / 16,
+        ],
+    ),
+}
+
+
+def _lowered(program: str, threads: int, monkeypatch):
+    from shlo.backends.cpu import parallel_codegen
+
+    monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
+    monkeypatch.setenv("SHLO_THREADS", str(threads))
+    return lower_to_object(program, "main", None, CpuPipeline(threads=threads))
+
+
+@pytest.mark.parametrize("name", LOADABLE)
+def test_code_loaded_without_a_linker_computes_what_linked_code_does(name, monkeypatch):
+    program, threads, inputs = LOADABLE[name]
+    lowered = _lowered(program, threads, monkeypatch)
+    if name == "threaded":
+        assert runtime._uses_openmp(lowered.object_code)
+    if name == "shards":
+        assert lowered.object_code.startswith(runtime._ARCHIVE_MAGIC)
+    links = _record_links(monkeypatch)
+    loaded = runtime.LoadedFunction(lowered.object_code, lowered.input_types, lowered.result_types)
+    got = loaded(inputs)
+    assert links == []  # nothing was linked
+    monkeypatch.setattr(runtime, "_LOAD_WITHOUT_LINKER", False)
+    linked = runtime.LoadedFunction(lowered.object_code, lowered.input_types, lowered.result_types)
+    want = linked(inputs)
+    assert [command[0] for command, _ in links][:1] != []  # this one was
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+FOREIGN_OBJECT = r"""
+#include <math.h>
+float scale = 3.0f;
+void _mlir_main(void **arguments) {
+  float **buffers = *(float ***)arguments[0];
+  for (int i = 0; i < 4; ++i) buffers[1][i] = sinf(buffers[0][i]) * scale;
+}
+"""
+
+
+def test_an_object_the_loader_does_not_handle_is_linked(tmp_path, monkeypatch):
+    # Compiled as position-independent code, the object refers to sinf and
+    # scale through the PLT and the GOT, which only a linker makes.
+    from shlo.backends.cpu import object_loader
+
+    driver = runtime.linker()
+    if driver is None:
+        pytest.skip("needs a C compiler")
+    path = tmp_path / "foreign.o"
+    subprocess.run(
+        [driver, "-c", "-O1", "-fPIC", "-x", "c", "-", "-o", str(path)],
+        input=FOREIGN_OBJECT.encode(),
+        check=True,
+    )
+    code = path.read_bytes()
+    assert object_loader.load(code, lambda name: None) is None
+    links = _record_links(monkeypatch)
+    function = runtime.LoadedFunction(code, ["tensor<4xf32>"], ["tensor<4xf32>"])
+    x = np.array([0.0, 0.5, 1.0, 2.0], np.float32)
+    (result,) = function([x])
+    np.testing.assert_allclose(result, np.sin(x) * 3, rtol=1e-6)
+    assert len(links) >= 1 and links[0][1] == 0
+
+
+def test_unloading_code_returns_the_blocks_the_shared_guard_kept(object_code):
+    driver = runtime.linker()
+    if driver is None:
+        pytest.skip("needs a C compiler")
+    guard = runtime._shared_guard(driver)
+    guard.shlo_kept_bytes.restype = ctypes.c_size_t
+    guard._mlir_memref_to_llvm_alloc.restype = ctypes.c_void_p
+    guard._mlir_memref_to_llvm_free.argtypes = [ctypes.c_void_p]
+    function = runtime.LoadedFunction(object_code, ["tensor<64xf32>"], ["tensor<64xf32>"])
+    assert function._unload is not None and not isinstance(function._unload, functools.partial)
+    guard._mlir_memref_to_llvm_free(guard._mlir_memref_to_llvm_alloc(ctypes.c_size_t(1 << 20)))
+    assert guard.shlo_kept_bytes() >= 1 << 20  # kept for the next allocation of its size
+    del function
+    gc.collect()
+    assert guard.shlo_kept_bytes() == 0

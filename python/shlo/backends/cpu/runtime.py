@@ -1,7 +1,8 @@
 """Loading compiled entry functions and calling them with numpy arrays.
 
-The worker generates object code (``compile_object``); the host links it into
-a shared library with the system C compiler and loads it with ctypes, so the
+The worker generates object code (``compile_object``); the host places it in
+memory itself (``object_loader``), or where that loader declines, links it into
+a shared library with the system's linker and loads it with ctypes, so the
 host never runs LLVM's code generator on a program.
 
 The entry function takes one argument (shlo-pack-entry-arguments): a pointer
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context, write_object_file
+from shlo.backends.cpu import object_loader
 from shlo.c_build import build_once
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
@@ -187,15 +189,26 @@ static int keep(void *block, size_t total) {
   return done;
 }
 
-/* Unloading the code returns the kept blocks. */
-__attribute__((destructor)) static void release_kept(void) {
-  for (int s = 0; s < SHARDS; ++s)
+/* Unloading the code returns the kept blocks: the library's destructor, or
+   for the guard that all code loaded without a linker shares, the loader. */
+#ifdef SHLO_SHARED_GUARD
+size_t shlo_kept_bytes(void) { return __atomic_load_n(&kept_bytes, __ATOMIC_RELAXED); }
+
+void shlo_release_kept(void) {
+#else
+__attribute__((destructor)) static void shlo_release_kept(void) {
+#endif
+  for (int s = 0; s < SHARDS; ++s) {
+    pthread_mutex_lock(&shards[s].lock);
     for (int i = 0; i < BUCKETS; ++i)
       while (shards[s].kept[i].head) {
         void *block = shards[s].kept[i].head;
         shards[s].kept[i].head = *(void **)block;
+        __atomic_fetch_sub(&kept_bytes, shards[s].kept[i].total, __ATOMIC_RELAXED);
         free(block);
       }
+    pthread_mutex_unlock(&shards[s].lock);
+  }
 }
 
 /* Each block starts with a header of `offset` bytes (a multiple of the
@@ -224,13 +237,17 @@ void _mlir_memref_to_llvm_free(void *pointer) {
   if (!keep(block, total)) free(block);
 }
 
-void _mlir_main(void **arguments);
-
 /* 0 when the entry ran to the end, 1 when an allocation failed. Code
    compiled with flush_denormals sets MXCSR and restores it on return; a
    failed allocation leaves it without returning, so the caller's mode is
    restored here. */
+#ifdef SHLO_SHARED_GUARD
+int shlo_call_entry(void (*entry)(void **), void **arguments) {
+#else
+void _mlir_main(void **arguments);
+#define entry _mlir_main
 int shlo_call(void **arguments) {
+#endif
   jmp_buf here;
   jmp_buf *outer = on_failure;
   int failed = 0;
@@ -239,7 +256,7 @@ int shlo_call(void **arguments) {
 #endif
   on_failure = &here;
   if (setjmp(here) == 0) {
-    _mlir_main(arguments);
+    entry(arguments);
   } else {
     failed = 1;
 #ifdef __SSE__
@@ -577,13 +594,81 @@ def _prepare_linking() -> None:
     try:
         # The commands themselves are dropped; making them makes and keeps the helpers.
         _link_commands(driver, "code.o", "code.so", openmp_library())
+        _shared_guard_path(driver)
     except (ShloError, OSError, subprocess.SubprocessError):
         pass
 
 
-def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
-    """Link ``object_code`` (an object, or an archive of them) into a shared library,
-    load it; the library and shlo_call's address."""
+def _shared_guard_path(driver: str) -> str:
+    """``_ALLOCATION_GUARD`` as a shared library for the code ``object_loader`` loads:
+    one per process, whose entry takes the code's ``_mlir_main`` as an argument."""
+    flags = ["-shared", "-fPIC", "-O2", "-DSHLO_SHARED_GUARD"]
+    return build_once(driver, _ALLOCATION_GUARD, "allocation_guard.so", flags)
+
+
+@functools.cache
+def _shared_guard(driver: str) -> ctypes.CDLL:
+    guard = ctypes.CDLL(_shared_guard_path(driver))
+    guard.shlo_call_entry.restype = ctypes.c_int
+    guard.shlo_call_entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    return guard
+
+
+@functools.cache
+def _libraries_to_resolve_from(openmp: str | None) -> list[ctypes.CDLL]:
+    """Where the symbols the code does not define come from, in order: after the
+    guard, what this process has loaded (the C library), then what ld would link."""
+    libraries = [ctypes.CDLL(None)]
+    if openmp is not None:
+        libraries.append(ctypes.CDLL(openmp))
+    for name in ("libm.so.6", "libgcc_s.so.1"):
+        try:
+            libraries.append(ctypes.CDLL(name))
+        except OSError:
+            pass
+    return libraries
+
+
+def _symbol_address(library: ctypes.CDLL, name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(library, name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
+def _load_without_linker(
+    object_code: bytes, driver: str, openmp: str | None
+) -> tuple[Callable[[Any], int], Callable[[], None]] | None:
+    """``object_code`` loaded by ``object_loader``: the call of its entry through the
+    shared guard, and what unloads it; None where the loader cannot."""
+    try:
+        guard = _shared_guard(driver)
+    except (ShloError, OSError, subprocess.SubprocessError):
+        return None
+    libraries = [guard, *_libraries_to_resolve_from(openmp)]
+
+    def resolve(name: str) -> int | None:
+        return next(filter(None, (_symbol_address(lib, name) for lib in libraries)), None)
+
+    image = object_loader.load(object_code, resolve)
+    if image is None:
+        return None
+    entry = image.symbols.get("_mlir_main")
+    if entry is None:
+        image.release()
+        return None
+
+    def unload() -> None:
+        image.release()
+        guard.shlo_release_kept()
+
+    return functools.partial(guard.shlo_call_entry, entry), unload
+
+
+def _load_object(object_code: bytes) -> tuple[Callable[[Any], int], Callable[[], None]]:
+    """Load ``object_code`` (an object, or an archive of them): the call of its entry
+    (``int shlo_call(void **args)``) and what unloads it. Without a linker where
+    ``object_loader`` can; else linked into a shared library by ld."""
     driver = linker()
     if driver is None:
         raise ShloError("no C compiler (cc, gcc or clang) to link the generated code; set CC")
@@ -592,6 +677,20 @@ def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
         openmp = load_openmp()
         if openmp is None:
             raise ShloError("the code runs on threads, but intel-openmp is not installed")
+    if _LOAD_WITHOUT_LINKER:
+        loaded = _load_without_linker(object_code, driver, openmp)
+        if loaded is not None:
+            return loaded
+    return _link_and_load(object_code, driver, openmp)
+
+
+# Tests turn it off to check the linked path.
+_LOAD_WITHOUT_LINKER = True
+
+
+def _link_and_load(
+    object_code: bytes, driver: str, openmp: str | None
+) -> tuple[Callable[[Any], int], Callable[[], None]]:
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         obj, lib = _written(object_code, directory), os.path.join(directory, "code.so")
         for command in _link_commands(driver, obj, lib, openmp):
@@ -606,7 +705,8 @@ def _load_object(object_code: bytes) -> tuple[ctypes.CDLL, int]:
             raise ShloError(f"loading the generated code failed: {error}") from None
     address = ctypes.cast(library.shlo_call, ctypes.c_void_p).value
     assert address is not None
-    return library, address
+    call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address)
+    return call, functools.partial(_ctypes.dlclose, library._handle)
 
 
 # Result arrays start on a cache line: DLPack consumers such as jax take
@@ -724,12 +824,11 @@ class LoadedFunction:
         """
         self.inputs = [ArrayType.parse(t) for t in input_types]
         self.results = [ArrayType.parse(t) for t in result_types]
-        self._library: ctypes.CDLL | None = None
+        self._unload: Callable[[], None] | None = None
         self._engine: ExecutionEngine | None = None
         if code.startswith((_ELF_MAGIC, _ARCHIVE_MAGIC)):
             # int shlo_call(void **args): 1 when an allocation failed.
-            self._library, address = _load_object(code)
-            self._function = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(address)
+            self._function, self._unload = _load_object(code)
         else:
             self._context = new_context()
             module = ir.Module.parse(code, self._context)
@@ -750,12 +849,12 @@ class LoadedFunction:
 
     def __del__(self) -> None:
         # Evicted from a cache: unmap the code (nothing else refers to it).
-        library = getattr(self, "_library", None)
+        unload = getattr(self, "_unload", None)
         # At interpreter exit the process unmaps everything anyway, and
         # module globals such as sys and _ctypes may already be None.
-        if library is not None and sys is not None and not sys.is_finalizing():
+        if unload is not None and sys is not None and not sys.is_finalizing():
             self._function = None
-            _ctypes.dlclose(library._handle)
+            unload()
 
     def _argument_buffers(self) -> tuple[ctypes.Array[ctypes.c_void_p], int]:
         """This thread's data pointers, and the packed argument list that points at them."""
