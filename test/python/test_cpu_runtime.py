@@ -382,3 +382,23 @@ def test_unloading_code_returns_the_blocks_the_shared_guard_kept(object_code):
     del function
     gc.collect()
     assert guard.shlo_kept_bytes() == 0
+
+
+def test_damaged_object_code_is_declined_or_loaded_never_a_crash(object_code):
+    # The loader writes only inside its own mapping: each bounds check it
+    # misses is an IndexError from numpy, never a write elsewhere.
+    from shlo.backends.cpu import object_loader
+
+    resolve = functools.partial(runtime._symbol_address, ctypes.CDLL(None))
+    rng = np.random.default_rng(0)
+    declined = 0
+    for _ in range(300):
+        damaged = bytearray(object_code)
+        for at in rng.integers(0, len(damaged), size=int(rng.integers(1, 4))):
+            damaged[at] = int(rng.integers(0, 256))
+        image = object_loader.load(bytes(damaged), resolve)
+        if image is None:
+            declined += 1
+        else:
+            image.release()
+    assert declined > 0

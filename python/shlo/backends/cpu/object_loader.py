@@ -164,7 +164,7 @@ def load(code: bytes, resolve: Callable[[str], int | None]) -> LoadedImage | Non
     cannot load it (the module docstring says what it handles)."""
     try:
         return _load([_parse(member) for member in _members(code)], resolve)
-    except (_Unsupported, ValueError, IndexError):
+    except (_Unsupported, ValueError, IndexError, OverflowError):
         return None
 
 
@@ -299,9 +299,10 @@ def _relocate(
         kind = relocations["info"] & 0xFFFFFFFF
         if not np.all((kind == _R_X86_64_64) | (kind == _R_X86_64_PC64)):
             raise _Unsupported("a relocation other than R_X86_64_64 and R_X86_64_PC64")
-        where = placed[target] + relocations["offset"].astype(np.int64)
-        if np.any(where + 8 > placed[target] + int(obj.sections["size"][target])):
+        offsets, size = relocations["offset"], obj.sections["size"][target]
+        if np.any((offsets > size) | (size - np.minimum(offsets, size) < 8)):
             raise _Unsupported("a relocation outside its section")
+        where = placed[target] + offsets.astype(np.int64)
         symbol = (relocations["info"] >> 32).astype(np.int64)
         value = addresses[symbol] + relocations["addend"].view(np.uint64)  # modulo 2**64
         pc_relative = kind == _R_X86_64_PC64
