@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_ARCHIVE_MAGIC = b"!<arch>\n"
+# What starts the archive of a module's shards (``runtime.object_archive``).
+ARCHIVE_MAGIC = b"!<arch>\n"
 
 _SECTION = np.dtype(
     [
@@ -83,9 +84,9 @@ class _Object:
 
 def _members(code: bytes) -> list[bytes]:
     """The objects of an ar archive (as ``runtime.object_archive`` writes them), or [code]."""
-    if not code.startswith(_ARCHIVE_MAGIC):
+    if not code.startswith(ARCHIVE_MAGIC):
         return [code]
-    members, at = [], len(_ARCHIVE_MAGIC)
+    members, at = [], len(ARCHIVE_MAGIC)
     while at < len(code):
         header = code[at : at + 60]
         if len(header) < 60 or header[58:60] != b"`\n":
@@ -116,7 +117,7 @@ def _parse(data: bytes) -> _Object:
     return _Object(data, sections, symbols, names)
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
+_libc = ctypes.CDLL(None)
 _mmap = _libc.mmap
 _mmap.restype = ctypes.c_void_p
 _mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, *[ctypes.c_int] * 3, ctypes.c_long]
@@ -232,11 +233,10 @@ def _symbol_addresses(obj: _Object, placed: dict[int, int], base: int) -> np.nda
     if np.any((shndx >= len(obj.sections)) & (shndx != _SHN_ABS)):
         raise _Unsupported("a symbol in a reserved section index")
     in_section = (shndx != _SHN_UNDEF) & (shndx < len(obj.sections))
-    addresses = np.where(in_section, section_base[np.where(in_section, shndx, 0)], np.uint64(0))
-    addresses = addresses + np.where(shndx != _SHN_UNDEF, symbols["value"], np.uint64(0))
+    base_of = np.where(in_section, section_base[np.where(in_section, shndx, 0)], np.uint64(0))
+    addresses = base_of + np.where(shndx != _SHN_UNDEF, symbols["value"], np.uint64(0))
     # A symbol in a section that is not loaded (say, debug information) has no address.
-    unplaced = in_section & (section_base[np.where(in_section, shndx, 0)] == 0)
-    return np.where(unplaced, np.uint64(0), addresses)
+    return np.where(in_section & (base_of == 0), np.uint64(0), addresses)
 
 
 def _global_definitions(objects: list[_Object], addresses: list[np.ndarray]) -> dict[str, int]:
@@ -259,7 +259,7 @@ def _bind_undefined(
     resolve: Callable[[str], int | None],
 ) -> None:
     undefined = np.flatnonzero(obj.symbols["shndx"] == _SHN_UNDEF)
-    for index in undefined[1:] if len(undefined) and undefined[0] == 0 else undefined:
+    for index in undefined[undefined != 0]:  # symbol 0 is the null symbol
         name = obj.symbol_name(int(index))
         found = definitions.get(name)
         if found is None:

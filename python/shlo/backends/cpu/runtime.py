@@ -311,7 +311,7 @@ def _uses_openmp(code: bytes) -> bool:
     return b"__kmpc_fork_call" in code
 
 
-_ARCHIVE_MAGIC = b"!<arch>\n"
+_ARCHIVE_MAGIC = object_loader.ARCHIVE_MAGIC
 
 
 def object_archive(objects: Sequence[bytes]) -> bytes:
@@ -665,6 +665,10 @@ def _load_without_linker(
     return functools.partial(guard.shlo_call_entry, entry), unload
 
 
+# Tests turn it off to check the linked path.
+_LOAD_WITHOUT_LINKER = True
+
+
 def _load_object(object_code: bytes) -> tuple[Callable[[Any], int], Callable[[], None]]:
     """Load ``object_code`` (an object, or an archive of them): the call of its entry
     (``int shlo_call(void **args)``) and what unloads it. Without a linker where
@@ -682,10 +686,6 @@ def _load_object(object_code: bytes) -> tuple[Callable[[Any], int], Callable[[],
         if loaded is not None:
             return loaded
     return _link_and_load(object_code, driver, openmp)
-
-
-# Tests turn it off to check the linked path.
-_LOAD_WITHOUT_LINKER = True
 
 
 def _link_and_load(
