@@ -252,7 +252,42 @@ func.func @calls_glue(%a: memref<8xf32>, %b: memref<8xf32>) {
 // CHECK-LABEL: func.func private @layer
 // CHECK-SAME: attributes {llvm.bareptr, llvm.passthrough = ["noinline", "optnone"]}
 // CHECK: call @shlo_kernel_0
+// CHECK: memref.copy
 func.func private @layer(%in: memref<8xf32>, %out: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %in[%i] : memref<8xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %out[%i] : memref<8xf32>
+  }
+  memref.copy %out, %in : memref<8xf32> to memref<8xf32>
+  return
+}
+// CHECK-LABEL: func.func private @shlo_kernel_0
+// CHECK-SAME: attributes {llvm.bareptr, llvm.passthrough = ["noinline"]}
+
+// -----
+
+// A private function left with nothing but calls (a function of
+// shlo-outline-tensor-kernels whose loop nest became a kernel) is not kept
+// for LLVM to compile: its callers call what it called, and it goes.
+// CHECK-LABEL: func.func @calls_forwarding
+// CHECK-NEXT: call @shlo_kernel_0(%arg0, %arg1)
+// CHECK-NEXT: %[[E:.*]] = memref.expand_shape %arg1
+// CHECK-NEXT: %[[C:.*]] = memref.collapse_shape %[[E]]
+// CHECK-NEXT: call @shlo_kernel_0(%[[C]], %arg0)
+// CHECK-NEXT: %[[R:.*]] = call @identity(%arg0)
+// CHECK-NEXT: return %[[R]]
+// CHECK-NOT: @forward
+// CHECK-LABEL: func.func private @identity
+func.func @calls_forwarding(%a: memref<8xf32>, %b: memref<8xf32>) -> memref<8xf32> {
+  call @forward(%a, %b) : (memref<8xf32>, memref<8xf32>) -> ()
+  %r = call @forward_again(%b, %a) : (memref<8xf32>, memref<8xf32>) -> memref<8xf32>
+  return %r : memref<8xf32>
+}
+func.func private @forward(%in: memref<8xf32>, %out: memref<8xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -263,5 +298,19 @@ func.func private @layer(%in: memref<8xf32>, %out: memref<8xf32>) {
   }
   return
 }
-// CHECK-LABEL: func.func private @shlo_kernel_0
-// CHECK-SAME: attributes {llvm.bareptr, llvm.passthrough = ["noinline"]}
+// A forwarding function that calls another on a view, and returns a result
+// of a call; its unused poison is not copied.
+func.func private @forward_again(%in: memref<8xf32>, %out: memref<8xf32>) -> memref<8xf32> {
+  %unused = ub.poison : f32
+  %e = memref.expand_shape %in [[0, 1]] output_shape [2, 4] : memref<8xf32> into memref<2x4xf32>
+  %c = memref.collapse_shape %e [[0, 1]] : memref<2x4xf32> into memref<8xf32>
+  call @forward(%c, %out) : (memref<8xf32>, memref<8xf32>) -> ()
+  %r = call @identity(%out) : (memref<8xf32>) -> memref<8xf32>
+  return %r : memref<8xf32>
+}
+func.func private @identity(%m: memref<8xf32>) -> memref<8xf32> {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %m[%c0] : memref<8xf32>
+  memref.store %v, %m[%c0] : memref<8xf32>
+  return %m : memref<8xf32>
+}
