@@ -130,10 +130,10 @@ def test_a_failing_shard_falls_back_to_one_thread(lowered, inputs, monkeypatch):
     monkeypatch.setenv("SHLO_THREADS", "2")
     original = runtime._object_code
 
-    def failing_elsewhere(module, opt_level, symbol, elsewhere=()):
+    def failing_elsewhere(module, opt_level, symbol, elsewhere=(), exported=()):
         if symbol != "main" and elsewhere:  # a shard without main, on its thread
             raise RuntimeError("the child's code generator failed")
-        return original(module, opt_level, symbol, elsewhere)
+        return original(module, opt_level, symbol, elsewhere, exported)
 
     monkeypatch.setattr(runtime, "_object_code", failing_elsewhere)
     split = []
@@ -152,9 +152,9 @@ def test_shards_are_compiled_at_the_same_time(lowered, monkeypatch):
     monkeypatch.setattr(parallel_codegen, "MIN_SAVED_OPS", 0)
     both_started = threading.Barrier(2, timeout=30)
 
-    def compile_one(shard, symbol, elsewhere):
+    def compile_one(shard, symbol, elsewhere, exported):
         both_started.wait()  # broken (an error, so no object) if the shards ran in turn
-        return runtime.object_code(shard, symbol, elsewhere)
+        return runtime.object_code(shard, symbol, elsewhere, exported)
 
     assert parallel_codegen.compile_in_parallel(_module(lowered), compile_one, 2)
 
@@ -251,6 +251,28 @@ def test_shards_whose_calls_disagree_with_their_callees_are_not_joined(
     lowered = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
     assert not lowered.llvm_shards and lowered.llvm_bytecode
     _assert_computes_expected(lowered.object_code, lowered, inputs)
+
+
+def test_shards_calling_a_function_kept_internal_are_not_joined(
+    split_lowering, inputs, monkeypatch
+):
+    # Had no function been named from another shard, each shard would keep
+    # its kernels internal, and main's calls of the other's would not link:
+    # the children's lists of calls show it, and the module is lowered whole.
+    monkeypatch.setattr(parallel_codegen, "_exported", lambda plan, referenced: [set()] * len(plan))
+    lowered = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
+    assert not lowered.llvm_shards and lowered.llvm_bytecode
+    _assert_computes_expected(lowered.object_code, lowered, inputs)
+
+
+def test_only_the_entry_is_external_in_a_module_compiled_whole(lowered, inputs, monkeypatch):
+    # The JIT wraps every external function (_mlir_<name>); LLVM then
+    # compiled a wrapper for each kernel that nothing calls.
+    monkeypatch.setenv("SHLO_THREADS", "1")
+    code = runtime.compile_object(lowered.llvm_bytecode)
+    assert code.startswith(b"\x7fELF")  # one object, not shards
+    assert b"_mlir_main" in code and b"_mlir_shlo_kernel" not in code
+    _assert_computes_expected(code, lowered, inputs)
 
 
 def test_a_pipeline_without_kernel_outlining_is_lowered_whole(split_lowering, inputs, monkeypatch):

@@ -16,9 +16,13 @@ where a crash is already contained. Each child lists the LLVM signature of
 every function it defines or calls, and the shards are used only when
 every call agrees with its callee's definition.
 
+A function that no other shard names gets internal linkage in its shard's
+object (``runtime.internalize``), as every function but the entry does in a
+module compiled whole.
+
 Anything unexpected (a mutable global, a shard that fails, signatures that
-disagree, no C compiler to link the objects) falls back to the whole module
-on one thread.
+disagree, a call of a function another shard keeps internal, no C compiler
+to link the objects) falls back to the whole module on one thread.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from shlo import progress
 from shlo._mlir_compat import ir
 from shlo.backends.cpu.runtime import object_archive
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import is_private, op_count
+from shlo.ir_utils import is_private, op_count, ops_named
 from shlo.isolation import kill_with_parent_thread
 
 # Set by the worker process (shlo._worker): only there is forking safe.
@@ -123,6 +127,39 @@ def _balanced(
     return plan
 
 
+# The ops that name a function, and the attribute that holds the name.
+_REFERENCES = {
+    "func.call": "callee",
+    "func.constant": "value",
+    "llvm.call": "callee",
+    "llvm.invoke": "callee",
+    "llvm.mlir.addressof": "global_name",
+    "llvm.dso_local_equivalent": "function_name",
+}
+
+
+def _referenced(root: ir.Operation) -> set[str]:
+    """The symbols that calls and address-taking ops under ``root`` name."""
+    names = set()
+    for op in ops_named(root, *_REFERENCES):
+        key = _REFERENCES[op.name]
+        if key in op.attributes:  # an indirect call names none
+            names.add(ir.FlatSymbolRefAttr(op.attributes[key]).value)
+    return names
+
+
+def _exported(plan: list[list[str]], referenced: list[set[str]]) -> list[set[str]]:
+    """For each shard of ``plan``, the functions it defines that another shard names
+    (``referenced``: the names each shard's code uses)."""
+    exported = []
+    for index, names in enumerate(plan):
+        used_elsewhere = set().union(
+            *(used for other, used in enumerate(referenced) if other != index)
+        )
+        exported.append(used_elsewhere.intersection(names))
+    return exported
+
+
 def _elsewhere(plan: list[list[str]]) -> list[list[str]]:
     """For each shard of ``plan``, the functions the other shards define."""
     return [[name for other in plan if other is not names for name in other] for names in plan]
@@ -157,15 +194,16 @@ def _die_with(parent: int) -> None:
 
 def compile_in_parallel(
     module: ir.Module,
-    compile_one: Callable[[ir.Operation, str, list[str]], bytes],
+    compile_one: Callable[[ir.Operation, str, list[str], set[str]], bytes],
     jobs: int,
 ) -> bytes | None:
     """An archive of the objects of the module's shards, compiled on ``jobs``
     threads; None: not split.
 
-    ``compile_one(module, symbol, elsewhere)`` is the object code for a
-    module in which ``symbol`` is defined and the functions ``elsewhere``
-    are only declared; it must release the GIL while LLVM works
+    ``compile_one(module, symbol, elsewhere, exported)`` is the object code
+    for a module in which ``symbol`` is defined, the functions ``elsewhere``
+    are only declared, and the functions ``exported`` are called from other
+    shards; it must release the GIL while LLVM works
     (``write_object_file``). Each shard is a copy of ``module`` cut down to
     its functions; ``module`` itself is unchanged.
     """
@@ -181,11 +219,14 @@ def compile_in_parallel(
         _declare_others(shard, set(names))
         shards.append(shard)
     elsewhere = _elsewhere(plan)
+    exported = _exported(plan, [_referenced(shard) for shard in shards])
     codes: list[bytes | None] = [None] * len(plan)
 
     def compile_shard(index: int) -> None:
         with contextlib.suppress(Exception):  # None in codes: compiled whole instead
-            codes[index] = compile_one(shards[index], plan[index][0], elsewhere[index])
+            codes[index] = compile_one(
+                shards[index], plan[index][0], elsewhere[index], exported[index]
+            )
 
     # The translation to LLVM IR reads the context's uniquers from every thread.
     module.context.enable_multithreading(True)
@@ -287,32 +328,36 @@ def _llvm_signatures(module: ir.Module) -> dict[str, list[object]]:
     }
 
 
-def _signatures_fit(directory: str, shards: int) -> bool:
+def _signatures_fit(directory: str, visible: list[set[str]]) -> bool:
     """Whether every function is defined once, and declared where it is called
-    with the type of its definition (one calling convention across shards)."""
-    signatures = []
-    for index in range(shards):
+    with the type of its definition (one calling convention across shards);
+    and whether each function a shard calls but does not define is among
+    those its defining shard keeps ``visible`` (external)."""
+    shards = []
+    for index in range(len(visible)):
         with open(os.path.join(directory, f"shard{index}.json")) as file:
-            signatures.append(json.load(file))
-    defined: dict[str, str] = {}
-    for shard in signatures:
-        for name, (is_defined, type_) in shard.items():
+            shards.append(json.load(file))
+    defined: dict[str, tuple[str, int]] = {}
+    for index, shard in enumerate(shards):
+        for name, (is_defined, type_) in shard["functions"].items():
             if is_defined:
                 if name in defined:
                     return False
-                defined[name] = type_
-    return all(
-        defined.get(name, type_) == type_
-        for shard in signatures
-        for name, (is_defined, type_) in shard.items()
-        if not is_defined
-    )
+                defined[name] = (type_, index)
+    for shard in shards:
+        for name, (is_defined, type_) in shard["functions"].items():
+            if is_defined or name not in defined:
+                continue
+            defined_type, owner = defined[name]
+            if defined_type != type_ or (name in shard["calls"] and name not in visible[owner]):
+                return False
+    return True
 
 
 def lower_in_parallel(
     module: ir.Module,
     finish: Callable[[ir.Module], None],
-    compile_one: Callable[[ir.Module, str, list[str]], bytes],
+    compile_one: Callable[[ir.Module, str, list[str], set[str]], bytes],
     jobs: int,
 ) -> tuple[bytes, list[bytes]] | None:
     """``compile_in_parallel`` one stage earlier: ``module``'s functions (bufferized,
@@ -333,22 +378,33 @@ def lower_in_parallel(
         return None
     progress.stage(f"LLVM dialect and code generation in {len(plan)} shards")
     elsewhere = _elsewhere(plan)
+    functions = {_name(op.operation): op.operation for op in module.body.operations}
+    exported = _exported(
+        plan, [set().union(*(_referenced(functions[name]) for name in names)) for names in plan]
+    )
 
     def lower_shard(index: int, directory: str) -> None:
         _declare_other_functions(module, set(plan[index]))
         finish(module)
         with open(os.path.join(directory, f"shard{index}.json"), "w") as file:
-            json.dump(_llvm_signatures(module), file)
+            json.dump(
+                {
+                    "functions": _llvm_signatures(module),
+                    "calls": sorted(_referenced(module.operation)),
+                },
+                file,
+            )
         with open(os.path.join(directory, f"shard{index}.mlirbc"), "wb") as file:
             file.write(module_to_bytecode(module))
-        code = compile_one(module, plan[index][0], elsewhere[index])
+        code = compile_one(module, plan[index][0], elsewhere[index], exported[index])
         with open(os.path.join(directory, f"shard{index}.o"), "wb") as file:
             file.write(code)
 
     shards: list[bytes] = []
 
     def fits(directory: str) -> bool:
-        if not _signatures_fit(directory, len(plan)):
+        visible = [{names[0], *names_exported} for names, names_exported in zip(plan, exported)]
+        if not _signatures_fit(directory, visible):
             return False
         for index in range(len(plan)):
             with open(os.path.join(directory, f"shard{index}.mlirbc"), "rb") as file:
