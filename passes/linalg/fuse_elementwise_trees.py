@@ -62,6 +62,7 @@ so layernorm's mean was written out at full size and read back twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -86,7 +87,9 @@ def _is_fusible(op: ir.Operation) -> bool:
     )
 
 
-def _consumer(op: ir.Operation) -> ir.Operation | None:
+def _consumer(
+    op: ir.Operation, is_fusible: Callable[[ir.Operation], bool] = _is_fusible
+) -> ir.Operation | None:
     """The fusible op that reads ``op``'s only result once, identity-mapped, over the same space."""
     if len(op.results) != 1:
         return None
@@ -96,11 +99,13 @@ def _consumer(op: ir.Operation) -> ir.Operation | None:
     user = uses[0].owner
     if not isinstance(user, ir.Operation):
         user = user.operation
-    if user.block != op.block or not _is_fusible(user):
+    if user.block != op.block or not is_fusible(user):
         return None
-    parts = linalg_generic_parts(user)
     index = uses[0].operand_number
-    if index >= len(parts.inputs) or not _is_identity(parts.input_maps[index]):
+    if index >= ir.DenseI32ArrayAttr(user.attributes["operandSegmentSizes"])[0]:
+        return None  # an output
+    input_map = ir.ArrayAttr(user.attributes["indexing_maps"])[index]
+    if not _is_identity(ir.AffineMapAttr(input_map).value):
         return None
     same_space = ir.RankedTensorType(user.results[0].type).shape == list(
         ir.RankedTensorType(op.results[0].type).shape
@@ -388,9 +393,17 @@ class FuseElementwiseTreesPass(Pass):
         root_of: dict[ir.Operation, ir.Operation] = {}
         body_ops: dict[ir.Operation, int] = {}  # per tree, by its root
         cut: set[ir.Operation] = set()  # roots of trees cut off their consumer's
+        # Each generic is asked once whether it is fusible (and once more as a consumer).
+        fusible: dict[ir.Operation, bool] = {}
+
+        def is_fusible(op: ir.Operation) -> bool:
+            if op not in fusible:
+                fusible[op] = _is_fusible(op)
+            return fusible[op]
+
         # Block order is a topological order: producers come before their consumer.
         for op in reversed(ops_named(module, "linalg.generic")):
-            consumer = _consumer(op) if _is_fusible(op) else None
+            consumer = _consumer(op, is_fusible) if is_fusible(op) else None
             root = root_of.get(consumer, consumer) if consumer is not None else op
             size = len(op.regions[0].blocks[0].operations) - 1  # without the yield
             if root is not op and body_ops[root] + size > MAX_FUSED_BODY_OPS:
