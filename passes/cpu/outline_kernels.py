@@ -250,14 +250,16 @@ def _inline_call(call: ir.Operation, function: ir.Operation) -> None:
     block = function.regions[0].blocks[0]
     values: dict[ir.Value, ir.Value] = dict(zip(block.arguments, call.operands))
 
+    def copy(op: ir.Operation) -> None:
+        operands = [value(operand) for operand in op.operands]  # copied first
+        clone = op.clone(ir.InsertionPoint(call))
+        for index, operand in enumerate(operands):
+            clone.operands[index] = operand
+        values.update(zip(op.results, clone.results))
+
     def value(inner: ir.Value) -> ir.Value:
         if inner not in values:  # a constant or view of the function's, copied when used
-            producer = defining_op(inner)
-            operands = [value(operand) for operand in producer.operands]  # copied first
-            copy = producer.clone(ir.InsertionPoint(call))
-            for index, operand in enumerate(operands):
-                copy.operands[index] = operand
-            values.update(zip(producer.results, copy.results))
+            copy(defining_op(inner))
         return values[inner]
 
     for op in block.operations:
@@ -266,14 +268,7 @@ def _inline_call(call: ir.Operation, function: ir.Operation) -> None:
             for result, returned in zip(call.results, op.operands):
                 result.replace_all_uses_with(value(returned))
         elif op.name == "func.call":
-            with ir.InsertionPoint(call), call.location:
-                copy = ir.Operation.create(
-                    "func.call",
-                    results=[r.type for r in op.results],
-                    operands=[value(v) for v in op.operands],
-                    attributes={name: op.attributes[name] for name in op.attributes},
-                )
-            values.update(zip(op.results, copy.results))
+            copy(op)
     call.erase()
 
 
