@@ -19,6 +19,7 @@ _PASS_CLASSES = {
     "shlo-accumulate-narrow-floats-as-xla": "decompose.accumulate_narrow_floats_as_xla:AccumulateNarrowFloatsAsXlaPass",
     "shlo-approximate-math": "cpu.approximate_math:ApproximateMathPass",
     "shlo-arith-constants-to-stablehlo": "frontend.arith_constants_to_stablehlo:ArithConstantsToStablehloPass",
+    "shlo-call-precompiled-matmuls": "cpu.call_precompiled_matmuls:CallPrecompiledMatmulsPass",
     "shlo-canonicalize-dot-general": "decompose.canonicalize_dot_general:CanonicalizeDotGeneralPass",
     "shlo-canonicalize-dynamic-reduce-window": "frontend.canonicalize_dynamic_reduce_window:CanonicalizeDynamicReduceWindowPass",
     "shlo-check-lowered": "linalg.check_lowered:CheckLoweredPass",

@@ -27,7 +27,7 @@ from torch_mlir._mlir_libs import _stablehlo
 from torch_mlir._mlir_libs._stablehlo import ConvDimensionNumbers, GatherDimensionNumbers
 
 # The CUDA backend builds gpu.binary ops.
-from torch_mlir.dialects import affine, arith, gpu, memref, quant, scf, tensor
+from torch_mlir.dialects import affine, arith, bufferization, gpu, memref, quant, scf, tensor
 from torch_mlir.execution_engine import ExecutionEngine
 
 # The wheel has no Python op modules for these dialects, and the bindings try
@@ -43,6 +43,7 @@ __all__ = [
     "GatherDimensionNumbers",
     "affine",
     "arith",
+    "bufferization",
     "current_version",
     "defer_engine_teardown",
     "deserialize_portable_artifact",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
 import re
 
@@ -31,6 +32,9 @@ func.func @main(%a: tensor<64x40xf32>, %b: tensor<40x48xf32>) -> tensor<64x48xf3
 }
 """
 TILED = dataclasses.replace(SCALAR_LOOPS, name="tiled-matmul", recipes=("tile-matmul-32",))
+# These tests are about the code the recipes generate; by default f32 matmuls call the
+# precompiled kernel instead (test_precompiled_matmuls.py).
+GeneratedMatmuls = functools.partial(CpuPipeline, precompiled_matmuls=False)
 
 
 def tensor_codegen_ir(pipeline: CpuPipeline) -> str:
@@ -40,8 +44,8 @@ def tensor_codegen_ir(pipeline: CpuPipeline) -> str:
 
 
 def test_recipe_tiles_only_contractions() -> None:
-    default = tensor_codegen_ir(CpuPipeline(strategy=SCALAR_LOOPS))
-    tiled = tensor_codegen_ir(CpuPipeline(strategy=TILED))
+    default = tensor_codegen_ir(GeneratedMatmuls(strategy=SCALAR_LOOPS))
+    tiled = tensor_codegen_ir(GeneratedMatmuls(strategy=TILED))
     assert "scf.for" not in default
     assert tiled.count("scf.for") == 2
     # 32x32 output tiles; the last column tile is partial (48 = 32 + 16).
@@ -56,7 +60,7 @@ def test_swapped_strategy_gives_the_same_results() -> None:
     a = rng.standard_normal((64, 40)).astype(np.float32)
     b = rng.standard_normal((40, 48)).astype(np.float32)
     want = np.maximum(a @ b, 0)
-    for pipeline in (CpuPipeline(), CpuPipeline(strategy=TILED)):
+    for pipeline in (GeneratedMatmuls(), GeneratedMatmuls(strategy=TILED)):
         got = shlo.compile(MATMUL_RELU, isolate=False, pipeline=pipeline)(a, b)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -64,7 +68,7 @@ def test_swapped_strategy_gives_the_same_results() -> None:
 def test_unknown_recipe_is_reported() -> None:
     bad = dataclasses.replace(SCALAR_LOOPS, recipes=("tile-everything",))
     with pytest.raises(shlo.ShloError, match="unknown codegen recipe 'tile-everything'"):
-        shlo.compile(MATMUL_RELU, isolate=False, pipeline=CpuPipeline(strategy=bad))
+        shlo.compile(MATMUL_RELU, isolate=False, pipeline=GeneratedMatmuls(strategy=bad))
 
 
 # The vectorize-matmul and vectorize-conv recipes with the passes their vector
@@ -115,7 +119,8 @@ def batch_matmul_source(b: int, m: int, k: int, n: int, element: str = "f32") ->
 def lowered_loops(source: str) -> str:
     module = shlo.load_module(source)
     run_pipeline(
-        module, FRONTEND + CpuPipeline(strategy=VECTOR_RECIPES).elements(through="loop-codegen")
+        module,
+        FRONTEND + GeneratedMatmuls(strategy=VECTOR_RECIPES).elements(through="loop-codegen"),
     )
     return str(module)
 
@@ -123,7 +128,9 @@ def lowered_loops(source: str) -> str:
 def run_f32(source: str, *shapes: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
     rng = np.random.default_rng(sum(map(sum, shapes)))
     args = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
-    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(*args)
+    got = shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=VECTOR_RECIPES))(
+        *args
+    )
     return got, args
 
 
@@ -182,7 +189,7 @@ def test_narrow_matmuls_match_numpy(m: int, k: int, n: int, threads: int) -> Non
     rng = np.random.default_rng(m * k + n)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
+    pipeline = GeneratedMatmuls(strategy=VECTOR_RECIPES, threads=threads)
     got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(a, b)
     assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
 
@@ -198,7 +205,7 @@ def test_narrow_matmuls_match_numpy(m: int, k: int, n: int, threads: int) -> Non
 )
 def test_narrow_matmuls_split_their_columns_over_the_threads(m: int, accumulators: str) -> None:
     module = shlo.load_module(matmul_source(m, 512, 1000))
-    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=3)
+    pipeline = GeneratedMatmuls(strategy=VECTOR_RECIPES, threads=3)
     run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
     tiles = str(module)
     assert re.search(rf"scf.for .* iter_args\(.*\) -> \({accumulators}\)", tiles)
@@ -228,14 +235,14 @@ def test_narrow_matmuls_of_a_transposed_weight_match_numpy(
     rng = np.random.default_rng(m * k + n)
     x = rng.standard_normal((m, k)).astype(np.float32)
     w = rng.standard_normal((n, k)).astype(np.float32)
-    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
+    pipeline = GeneratedMatmuls(strategy=VECTOR_RECIPES, threads=threads)
     got = shlo.compile(transposed_weight_source(m, k, n), isolate=False, pipeline=pipeline)(x, w)
     assert_close_f32(got, (x.astype(np.float64) @ w.T).astype(np.float32), k)
 
 
 def test_narrow_matmul_of_a_transposed_weight_reads_its_rows() -> None:
     module = shlo.load_module(transposed_weight_source(2, 768, 1000))
-    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=2)
+    pipeline = GeneratedMatmuls(strategy=VECTOR_RECIPES, threads=2)
     run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
     tiles = str(module)
     # No transposed copy of w: 16 lanes of k of 4 of its rows at a time, summed across once.
@@ -256,7 +263,9 @@ def test_vectorized_batch_matmul_matches_numpy(b: int, m: int, k: int, n: int) -
 def run_f64(source: str, *shapes: tuple[int, ...]) -> tuple[np.ndarray, list[np.ndarray]]:
     rng = np.random.default_rng(sum(map(sum, shapes)))
     args = [rng.standard_normal(shape) for shape in shapes]
-    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(*args)
+    got = shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=VECTOR_RECIPES))(
+        *args
+    )
     return got, args
 
 
@@ -328,7 +337,7 @@ def test_matmuls_that_copy_their_rhs_into_blocks_match_jax(rows: int) -> None:
         for shape in ((rows, 70), (70, 300), (50, 300))
     )
     exported = jax.export.export(jax.jit(program))(x, w, v)
-    pipeline = CpuPipeline(threads=2)
+    pipeline = GeneratedMatmuls(threads=2)
     module = shlo.load_module(exported.mlir_module())
     elements = FRONTEND + pipeline.elements(through="tensor-codegen")
     run_pipeline(module, elements[: elements.index("inline{default-pipeline=}") + 1])
@@ -351,7 +360,7 @@ def test_batch_matmuls_that_copy_their_rhs_into_blocks_match_jax() -> None:
     rng = np.random.default_rng(7)
     q, k, v = (rng.standard_normal((4, 96, 40)).astype(np.float32) for _ in range(3))
     exported = jax.export.export(jax.jit(attention))(q, k, v)
-    pipeline = CpuPipeline(threads=2)
+    pipeline = GeneratedMatmuls(threads=2)
     module = shlo.load_module(exported.mlir_module())
     elements = FRONTEND + pipeline.elements(through="tensor-codegen")
     outline = next(i for i, e in enumerate(elements) if "shlo-outline-contractions" in e)
@@ -491,7 +500,9 @@ def test_other_element_types_are_exact_and_vectorized(element: str) -> None:
     b = rng.integers(-20, 20, (23, 41)).astype(dtype)
     want = (a.astype(np.int64) @ b.astype(np.int64)).astype(dtype)
     for strategy in (SCALAR_LOOPS, VECTOR_RECIPES):
-        got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=strategy))(a, b)
+        got = shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=strategy))(
+            a, b
+        )
         np.testing.assert_array_equal(got, want)
 
 
@@ -508,7 +519,9 @@ func.func @main(%a: tensor<9x17xi8>, %b: tensor<17x33xi8>) -> tensor<9x33xi32> {
     rng = np.random.default_rng(2)
     a = rng.integers(-128, 128, (9, 17)).astype(np.int8)
     b = rng.integers(-128, 128, (17, 33)).astype(np.int8)
-    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(a, b)
+    got = shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=VECTOR_RECIPES))(
+        a, b
+    )
     np.testing.assert_array_equal(got, a.astype(np.int32) @ b.astype(np.int32))
 
 
@@ -685,7 +698,7 @@ def test_conv_of_other_element_types_is_exact(element: str) -> None:
     x = rng.integers(-20, 20, (1, 10, 12, 8)).astype(dtype)
     w = rng.integers(-20, 20, (3, 3, 8, 40)).astype(dtype)
     results = [
-        shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=strategy))(x, w)
+        shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=strategy))(x, w)
         for strategy in (SCALAR_LOOPS, VECTOR_RECIPES)
     ]
     np.testing.assert_array_equal(results[0], results[1])
@@ -716,7 +729,9 @@ def test_vectorized_f64_conv_matches_scalar_loops(
     rng = np.random.default_rng(sum(x) + sum(w))
     image, kernel = rng.standard_normal(x), rng.standard_normal(w)
     scalar, vector = (
-        shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=strategy))(image, kernel)
+        shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=strategy))(
+            image, kernel
+        )
         for strategy in (SCALAR_LOOPS, VECTOR_RECIPES)
     )
     np.testing.assert_allclose(vector, scalar, rtol=1e-12, atol=1e-13 * w[0] * w[1] * w[2])
@@ -772,7 +787,7 @@ func.func @main(%a: tensor<67x129xf32>, %b: tensor<129x300xf32>, %c: tensor<67x3
         rng.standard_normal(s).astype(np.float32) for s in ((67, 129), (129, 300), (67, 300))
     )
     c_before = c.copy()
-    got = shlo.compile(source, isolate=False, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(
+    got = shlo.compile(source, isolate=False, pipeline=GeneratedMatmuls(strategy=VECTOR_RECIPES))(
         a, b, c
     )
     assert_close_f32(got, (c + a.astype(np.float64) @ b).astype(np.float32), 129)
@@ -789,14 +804,14 @@ def test_recipes_in_the_vectorized_strategy_match_numpy() -> None:
     for m, k, n in ((67, 129, 300), (256, 64, 384), (1, 40, 3)):
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
-        pipeline = CpuPipeline(strategy=strategy, threads=2)
+        pipeline = GeneratedMatmuls(strategy=strategy, threads=2)
         got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(a, b)
         assert_close_f32(got, (a.astype(np.float64) @ b).astype(np.float32), k)
     # Narrow ones, and dot products of a transposed weight's rows.
     for m, k, n in ((2, 100, 257), (8, 48, 130)):
         x = rng.standard_normal((m, k)).astype(np.float32)
         w = rng.standard_normal((n, k)).astype(np.float32)
-        pipeline = CpuPipeline(strategy=strategy, threads=2)
+        pipeline = GeneratedMatmuls(strategy=strategy, threads=2)
         got = shlo.compile(matmul_source(m, k, n), isolate=False, pipeline=pipeline)(x, w.T.copy())
         assert_close_f32(got, (x.astype(np.float64) @ w.T).astype(np.float32), k)
         source = transposed_weight_source(m, k, n)
@@ -818,14 +833,16 @@ def test_empty_matmuls_keep_scalar_loops(m: int, k: int, n: int) -> None:
     # Tiling an empty dimension crashes MLIR: the recipe must not match.
     a = np.ones((m, k), np.float32)
     b = np.ones((k, n), np.float32)
-    got = shlo.compile(matmul_source(m, k, n), pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(a, b)
+    got = shlo.compile(matmul_source(m, k, n), pipeline=GeneratedMatmuls(strategy=VECTOR_RECIPES))(
+        a, b
+    )
     np.testing.assert_array_equal(got, a @ b)
 
 
 @pytest.mark.parametrize(("x", "w"), [((0, 5, 5, 2), (3, 3, 2, 4)), ((1, 5, 5, 2), (3, 3, 2, 0))])
 def test_empty_convs_keep_scalar_loops(x: tuple[int, ...], w: tuple[int, ...]) -> None:
     source, out = conv_source(x, w, 1, 1, 1, "f32")
-    got = shlo.compile(source, pipeline=CpuPipeline(strategy=VECTOR_RECIPES))(
+    got = shlo.compile(source, pipeline=GeneratedMatmuls(strategy=VECTOR_RECIPES))(
         np.ones(x, np.float32), np.ones(w, np.float32)
     )
     np.testing.assert_array_equal(got, np.zeros(out, np.float32))
@@ -874,7 +891,7 @@ def test_matmul_thread_tiles_balance_the_threads(
 
 def test_matmul_of_257_rows_splits_its_rows_evenly() -> None:
     module = shlo.load_module(matmul_source(257, 64, 384))
-    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=2)
+    pipeline = GeneratedMatmuls(strategy=VECTOR_RECIPES, threads=2)
     run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))
     tiles = str(module)
     # Two row tiles of 136 and 121 rows, three column tiles of 128.
@@ -942,7 +959,8 @@ def test_matmul_of_4096_columns_walks_its_rhs_in_blocks_of_64_rows(
     monkeypatch.setattr(codegen_recipes, "l2_cache", lambda: DEFAULT_L2_CACHE)
     module = shlo.load_module(matmul_source(40, 300, 4096))
     run_pipeline(
-        module, FRONTEND + CpuPipeline(strategy=VECTOR_RECIPES).elements(through="tensor-codegen")
+        module,
+        FRONTEND + GeneratedMatmuls(strategy=VECTOR_RECIPES).elements(through="tensor-codegen"),
     )
     tiles = str(module)
     assert re.search(r"scf\.for %\w+ = %c0 to %c300 step %c64 ", tiles)
@@ -964,7 +982,7 @@ def test_balanced_thread_tiles_match_numpy(b: int, m: int, k: int, n: int, threa
     x = rng.standard_normal((m, k) if b == 0 else (b, m, k)).astype(np.float32)
     y = rng.standard_normal((k, n) if b == 0 else (b, k, n)).astype(np.float32)
     source = matmul_source(m, k, n) if b == 0 else batch_matmul_source(b, m, k, n)
-    pipeline = CpuPipeline(strategy=VECTOR_RECIPES, threads=threads)
+    pipeline = GeneratedMatmuls(strategy=VECTOR_RECIPES, threads=threads)
     got = shlo.compile(source, isolate=False, pipeline=pipeline)(x, y)
     assert_close_f32(got, (x.astype(np.float64) @ y).astype(np.float32), k)
 
@@ -975,7 +993,8 @@ def test_balanced_thread_tiles_match_numpy(b: int, m: int, k: int, n: int, threa
 def test_matmul_of_few_columns_has_16_column_tiles(n: int, accumulators: str) -> None:
     module = shlo.load_module(matmul_source(256, 64, n))
     run_pipeline(
-        module, FRONTEND + CpuPipeline(strategy=VECTOR_RECIPES).elements(through="tensor-codegen")
+        module,
+        FRONTEND + GeneratedMatmuls(strategy=VECTOR_RECIPES).elements(through="tensor-codegen"),
     )
     tiles = str(module)
     assert re.search(rf"scf.for .* iter_args\(.*\) -> \({accumulators}\)", tiles)

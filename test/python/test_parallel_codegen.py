@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from shlo import _mlir_compat
 from shlo._mlir_compat import ir, new_context, write_object_file
-from shlo.backends.cpu import CpuBackend, parallel_codegen, runtime
+from shlo.backends.cpu import CpuBackend, parallel_codegen, precompiled, runtime
 from shlo.backends.cpu.lowering import (
     LAST_WHOLE_MODULE_PASS,
     joined_llvm_bytecode,
@@ -217,8 +217,12 @@ def test_functions_lowered_in_shards_compute_what_one_module_does(split_lowering
     names = [parallel_codegen._name(f) for f in functions]
     assert len(names) == len(set(names))
     defined = {parallel_codegen._name(f) for f in parallel_codegen._defined_functions(joined)}
-    kernels = {name for name in names if name.startswith("shlo_")}
+    kernels = {name for name in names if name.startswith("shlo_kernel")}
     assert "main" in defined and kernels and kernels <= defined
+    # Declared only: the runtime's allocation functions and the precompiled matmul.
+    assert {n for n in set(names) - defined if not n.startswith("_mlir_")} <= set(
+        precompiled.SYMBOLS
+    )
 
 
 def test_the_shards_objects_are_emitted_as_one_object(split_lowering, inputs):
@@ -260,6 +264,9 @@ def test_shards_calling_a_function_kept_internal_are_not_joined(
     # its kernels internal, and main's calls of the other's would not link:
     # the children's lists of calls show it, and the module is lowered whole.
     monkeypatch.setattr(parallel_codegen, "_exported", lambda plan, referenced: [set()] * len(plan))
+    # The whole module's LLVM is not split either: its shards would get the same
+    # empty lists.
+    monkeypatch.setattr(parallel_codegen, "compile_in_parallel", lambda *arguments: None)
     lowered = lower_to_object(PROGRAM, "main", None, CpuPipeline(threads=2))
     assert not lowered.llvm_shards and lowered.llvm_bytecode
     _assert_computes_expected(lowered.object_code, lowered, inputs)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import shlo
 from shlo import progress
-from shlo.backends.cpu.pipeline import default_threads
+from shlo.backends.cpu.pipeline import CpuPipeline, default_threads
 
 PROGRAM = """
 func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {
@@ -42,11 +42,14 @@ def test_a_module_compiled_in_shards_says_so() -> None:
     from bench import models
     from bench.systems import Case
 
-    # Attention: enough LLVM work to split over 2 cores (parallel_codegen).
+    # Attention with its matmuls generated: enough LLVM work to split over 2 cores
+    # (parallel_codegen).
     case = Case.export(models.attention(False))
     seen: list[str] = []
     with progress.listening(seen.append):
-        shlo.compile(case.exported.mlir_module_serialized)
+        shlo.compile(
+            case.exported.mlir_module_serialized, pipeline=CpuPipeline(precompiled_matmuls=False)
+        )
     assert seen[-1] == "LLVM code generation in 2 shards"
 
 

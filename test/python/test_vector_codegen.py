@@ -177,10 +177,10 @@ def test_threads_split_the_outer_loop() -> None:
     assert "scf.forall" not in tensor_codegen_ir(lambda x: x * 2.0, floats(64, 64), threads=2)
 
 
-def loop_codegen_ir(function, *args) -> str:
+def loop_codegen_ir(function, *args, precompiled_matmuls: bool = True) -> str:
     text = export.export(jax.jit(function))(*args).mlir_module()
     module = shlo.load_module(text)
-    pipeline = CpuPipeline(strategy=VECTORIZED, threads=2)
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=2, precompiled_matmuls=precompiled_matmuls)
     run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *pipeline.elements("loop-codegen")])
     return str(module)
 
@@ -541,16 +541,17 @@ def test_generics_not_vectorized_run_on_threads(function, args) -> None:
 
 @pytest.mark.parametrize("transposed", [False, True])
 def test_matmul_kernels_prefetch_the_weight_they_read_next(transposed: bool) -> None:
-    # x @ w (a Flax Dense) and x @ w.T (a PyTorch Linear, GPT-2's Conv1D):
-    # the kernel prefetches lines of the weight argument, and the result is
-    # unchanged (the k blocks' last rows and columns clamp their prefetches).
+    # x @ w (a Flax Dense) and x @ w.T (a PyTorch Linear, GPT-2's Conv1D),
+    # generated: the kernel prefetches lines of the weight argument, and the
+    # result is unchanged (the k blocks' last rows and columns clamp their
+    # prefetches).
     x = floats(40, 300)
     w = floats(288, 300) if transposed else floats(300, 288)
 
     def linear(x, w):
         return x @ w.T if transposed else x @ w
 
-    ir = loop_codegen_ir(linear, x, w)
+    ir = loop_codegen_ir(linear, x, w, precompiled_matmuls=False)
     prefetched = re.findall(r"memref.prefetch .*, read, locality<2>, data : (memref<\w+>)", ir)
     assert prefetched and set(prefetched) == {f"memref<{w.shape[0]}x{w.shape[1]}xf32>"}
     check(linear, x, w, threads=2, rtol=1e-5)

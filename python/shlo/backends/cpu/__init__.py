@@ -76,10 +76,15 @@ class CpuBackend(Backend):
         return resolve_pipeline(pipeline, threads, flush_denormals)
 
     def cache_fields(self, options: CpuPipeline) -> list[str]:
+        from shlo.backends.cpu import precompiled
         from shlo.backends.cpu.codegen_recipes import l2_cache
 
         # The L2 cache's geometry chooses some matmuls' tiles (matmul_k_tile).
-        return [*options.elements(), repr(options), _code_kind(), repr(l2_cache())]
+        fields = [*options.elements(), repr(options), _code_kind(), repr(l2_cache())]
+        if options.calls_precompiled_matmuls:
+            # Code compiled to call the kernels assumes their calling convention.
+            fields.append(precompiled.source_digest())
+        return fields
 
     def lower(
         self,
@@ -108,9 +113,13 @@ class CpuBackend(Backend):
 
     def emit(self, kind: str, lowered: Any) -> bytes:
         if kind == "object":
-            from shlo.backends.cpu.runtime import single_object
+            from shlo.backends.cpu import precompiled
+            from shlo.backends.cpu.runtime import linker, single_object
 
-            return single_object(lowered.object_code)
+            code = lowered.object_code
+            # Code compiled ahead of time carries the kernels it calls (weak symbols).
+            kernels = [precompiled.object_path(linker())] if precompiled.uses_kernels(code) else []
+            return single_object(code, kernels)
         from shlo.backends.cpu.lowering import joined_llvm_bytecode
         from shlo.io import bytecode_to_text
 

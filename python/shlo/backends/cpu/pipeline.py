@@ -61,8 +61,11 @@ class CodegenStrategy:
     recipes: tuple[str, ...] = ()
     vectorize: bool = False
 
-    def tensor_stage(self, threads: int = 1) -> list[str]:
+    def tensor_stage(self, threads: int = 1, precompiled_matmuls: bool = False) -> list[str]:
         stage = list(self.tensor_passes)
+        if self.recipes and precompiled_matmuls:
+            # Before fusion: a transpose only the matmul reads becomes its strides.
+            stage.insert(0, f"shlo-call-precompiled-matmuls{{threads={threads}}}")
         if self.recipes:
             stage += [
                 # The recipes transform each distinct contraction once, in its
@@ -304,6 +307,19 @@ class CpuPipeline:
     # Subnormal floats computed as zero, as XLA's CPU code computes them
     # (shlo-flush-denormals); False: IEEE arithmetic, as StableHLO specifies.
     flush_denormals: bool = False
+    # f32 matmuls call the kernel built once per machine (shlo-call-precompiled-matmuls)
+    # instead of code generated for each; None: where there is a C compiler to build
+    # it, unless SHLO_PRECOMPILED_MATMULS=0.
+    precompiled_matmuls: bool | None = None
+
+    @property
+    def calls_precompiled_matmuls(self) -> bool:
+        """``precompiled_matmuls``, or the default."""
+        from shlo.backends.cpu import precompiled
+
+        if self.precompiled_matmuls is not None:
+            return self.precompiled_matmuls
+        return os.environ.get("SHLO_PRECOMPILED_MATMULS", "1") != "0" and precompiled.enabled()
 
     @property
     def thread_count(self) -> int:
@@ -317,7 +333,10 @@ class CpuPipeline:
     def stages(self) -> list[tuple[str, list[str]]]:
         return [
             ("legalize-to-linalg", to_linalg_stage("cpu", self.pre_linalg)),
-            ("tensor-codegen", self.strategy.tensor_stage(self.thread_count)),
+            (
+                "tensor-codegen",
+                self.strategy.tensor_stage(self.thread_count, self.calls_precompiled_matmuls),
+            ),
             ("bufferize", list(_BUFFERIZE)),
             ("loop-codegen", self.strategy.loop_stage(self.thread_count)),
             ("to-llvm", self._to_llvm()),

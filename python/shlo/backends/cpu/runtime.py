@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context, write_object_file
-from shlo.backends.cpu import object_loader
+from shlo.backends.cpu import object_loader, precompiled
 from shlo.c_build import build_once
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
@@ -344,9 +344,10 @@ def _written(code: bytes, directory: str) -> str:
     return path
 
 
-def single_object(code: bytes) -> bytes:
-    """``code`` as one relocatable object: the objects of an archive joined (``ld -r``)."""
-    if not code.startswith(_ARCHIVE_MAGIC):
+def single_object(code: bytes, joined_with: Sequence[str] = ()) -> bytes:
+    """``code`` as one relocatable object: the objects of an archive, and the object
+    files ``joined_with``, joined (``ld -r``)."""
+    if not code.startswith(_ARCHIVE_MAGIC) and not joined_with:
         return code
     driver = linker()
     if driver is None:
@@ -356,7 +357,7 @@ def single_object(code: bytes) -> bytes:
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         joined = os.path.join(directory, "joined.o")
         inputs = _whole_archive(_written(code, directory), direct is None)
-        command = [joiner, "-r", "-nostdlib", "-o", joined, *inputs]
+        command = [joiner, "-r", "-nostdlib", "-o", joined, *inputs, *joined_with]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise ShloError(f"joining the objects failed: {result.stderr.strip()}")
@@ -448,7 +449,7 @@ def _object_code(
     internalize(module, {symbol, *exported})
     symbols = _allocation_functions()
     placeholder = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p).value
-    symbols.update((name, placeholder) for name in elsewhere)
+    symbols.update((name, placeholder) for name in (*elsewhere, *precompiled.SYMBOLS))
     _openmp_visible_to_the_jit()
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         path = os.path.join(directory, "code.o")
@@ -629,6 +630,7 @@ def _prepare_linking() -> None:
         # The commands themselves are dropped; making them makes and keeps the helpers.
         _link_commands(driver, "code.o", "code.so", openmp_library())
         _shared_guard_path(driver)
+        precompiled.shared_library_path(driver)
     except (ShloError, OSError, subprocess.SubprocessError):
         pass
 
@@ -680,6 +682,8 @@ def _load_without_linker(
     except (ShloError, OSError, subprocess.SubprocessError):
         return None
     libraries = [guard, *_libraries_to_resolve_from(openmp)]
+    if precompiled.uses_kernels(object_code):
+        libraries.append(precompiled.library())
 
     def resolve(name: str) -> int | None:
         return next(filter(None, (_symbol_address(lib, name) for lib in libraries)), None)
@@ -715,6 +719,8 @@ def _load_object(object_code: bytes) -> tuple[Callable[[Any], int], Callable[[],
         openmp = load_openmp()
         if openmp is None:
             raise ShloError("the code runs on threads, but intel-openmp is not installed")
+    if precompiled.uses_kernels(object_code):
+        precompiled.library()  # where the code's references to the kernels resolve
     if _LOAD_WITHOUT_LINKER:
         loaded = _load_without_linker(object_code, driver, openmp)
         if loaded is not None:
@@ -869,6 +875,10 @@ class LoadedFunction:
             load_openmp()
             self._engine = _engine(module, opt_level)
             _register_allocation_functions(self._engine)
+            if precompiled.uses_kernels(code):
+                for name in precompiled.SYMBOLS:
+                    address = _symbol_address(precompiled.library(), name)
+                    self._engine.raw_register_runtime(name, ctypes.c_void_p(address))
             # raw_lookup finds the packed wrapper: void _mlir_main(void **args).
             address = self._engine.raw_lookup("main")
             if not address:

@@ -1,0 +1,226 @@
+"""shlo-call-precompiled-matmuls: f32 matrix products as calls of a kernel compiled once per machine.
+
+Ours because upstream has no such library call. XLA calls Eigen for its
+matmuls and compiles a 1024^3 matmul in about 11 ms; generated from the
+codegen recipes, the same matmul took shlo about 60 ms, 20 of them in LLVM
+for one register-tiled kernel. ``shlo_matmul_f32``
+(``shlo/backends/cpu/kernels/matmul_f32.c``) is built by the system's C
+compiler once per machine (``shlo.backends.cpu.precompiled``) and packs,
+tiles and threads any f32 (batch) matmul, so the program's own code is a
+call.
+
+A ``linalg.matmul`` or ``linalg.batch_matmul`` of f32 with static shapes,
+whose init is a fill with +0.0, becomes that call on the operands' buffers
+(``bufferization.to_buffer``, read only) and a new buffer for the result
+(``bufferization.to_tensor``, restrict). An operand that is a transpose
+(a ``linalg.generic`` copy with permuted maps) that only the matmul reads is
+passed untransposed, with permuted strides: the kernel's packing reads any
+strides, so the transpose's copy goes away. The kernel takes bare pointers
+(``llvm.bareptr``); each buffer is passed as a 0-d view of its start, so one
+declaration serves every shape.
+
+  %e = tensor.empty() : tensor<4x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<4x3xf32>, tensor<3x8xf32>) outs(%f : ...) -> ...
+  ==>
+  %ab = bufferization.to_buffer %a read_only : tensor<4x3xf32> to memref<4x3xf32>
+  %bb = bufferization.to_buffer %b read_only : tensor<3x8xf32> to memref<3x8xf32>
+  %c = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+  call @shlo_matmul_f32(<0-d views of %ab, %bb, %c>, batch 1, m 4, n 8, k 3,
+                        strides of a: 12, 3, 1, of b: 24, 8, 1, threads)
+  %m = bufferization.to_tensor %c restrict writable : memref<4x8xf32> to tensor<4x8xf32>
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from shlo._mlir_compat import arith, bufferization, ir, memref
+from shlo.ir_utils import copy_parts, defining_op, ops_named, static_shape
+from shlo.pass_framework import Pass
+
+KERNEL = "shlo_matmul_f32"
+
+_MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+_DEFAULT_MAPS = {
+    "linalg.matmul": "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,"
+    " affine_map<(m, n, k) -> (m, n)>]",
+    "linalg.batch_matmul": "[affine_map<(b, m, n, k) -> (b, m, k)>,"
+    " affine_map<(b, m, n, k) -> (b, k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]",
+}
+
+
+def _is_f32(value: ir.Value) -> bool:
+    return isinstance(ir.ShapedType(value.type).element_type, ir.F32Type)
+
+
+def _zero_fill(value: ir.Value) -> ir.Operation | None:
+    """The ``linalg.fill`` with +0.0 that ``value`` is the result of, if it is one."""
+    fill = defining_op(value)
+    if fill is None or fill.name != "linalg.fill":
+        return None
+    constant = defining_op(fill.operands[0])
+    if constant is None or constant.name != "arith.constant":
+        return None
+    attribute = constant.attributes["value"]
+    if not isinstance(attribute, ir.FloatAttr) or not isinstance(attribute.type, ir.F32Type):
+        return None
+    value = ir.FloatAttr(attribute).value
+    return fill if value == 0.0 and math.copysign(1.0, value) > 0 else None
+
+
+def _row_major_strides(shape: Sequence[int]) -> list[int]:
+    return [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
+
+
+@dataclass
+class _Operand:
+    """What the kernel reads for one input: a tensor and the strides of the logical
+    operand's dimensions in that tensor's row-major buffer."""
+
+    tensor: ir.Value
+    strides: list[int]
+    transpose: ir.Operation | None = None  # the copy it replaces, erased after
+
+
+def _operand(matmul: ir.Operation, value: ir.Value) -> _Operand:
+    """``value`` itself, or the input of the transpose it is, when only ``matmul`` reads it."""
+    shape = static_shape(value)
+    producer = defining_op(value)
+    parts = copy_parts(producer) if producer is not None else None
+    if (
+        parts is not None
+        and len(list(value.uses)) == 1
+        and producer.parent == matmul.parent
+        and parts.input_maps[0].is_permutation
+        and parts.output_maps[0] == ir.AffineMap.get_identity(len(shape))
+        and static_shape(parts.inputs[0]) is not None
+    ):
+        source = parts.inputs[0]
+        source_strides = _row_major_strides(static_shape(source))
+        strides = [0] * len(shape)
+        # The transpose's result dimension d reads the source's dimension j where the
+        # input map's result j is d.
+        for j, result in enumerate(parts.input_maps[0].results):
+            strides[ir.AffineDimExpr(result).position] = source_strides[j]
+        return _Operand(source, strides, producer)
+    return _Operand(value, _row_major_strides(shape))
+
+
+def _eligible(op: ir.Operation) -> bool:
+    if len(op.results) != 1 or len(op.operands) != 3:
+        return False
+    default = ir.Attribute.parse(_DEFAULT_MAPS[op.name])
+    if "indexing_maps" in op.attributes and op.attributes["indexing_maps"] != default:
+        return False
+    return (
+        all(static_shape(value) is not None and _is_f32(value) for value in op.operands)
+        and _zero_fill(op.operands[2]) is not None
+    )
+
+
+def _declare(module: ir.Operation) -> None:
+    """``func.func private @shlo_matmul_f32``, taking bare pointers, once per module."""
+    body = module.regions[0].blocks[0]
+    for op in body.operations:
+        if (
+            op.operation.name == "func.func"
+            and ir.StringAttr(op.attributes["sym_name"]).value == KERNEL
+        ):
+            return
+    pointer = ir.MemRefType.get([], ir.F32Type.get())
+    i64 = ir.IntegerType.get_signless(64)
+    with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
+        ir.Operation.create(
+            "func.func",
+            attributes={
+                "sym_name": ir.StringAttr.get(KERNEL),
+                "function_type": ir.TypeAttr.get(
+                    ir.FunctionType.get([pointer] * 3 + [i64] * 11, [])
+                ),
+                "sym_visibility": ir.StringAttr.get("private"),
+                "llvm.bareptr": ir.UnitAttr.get(),
+            },
+            regions=1,
+        )
+
+
+def _start(buffer: ir.Value) -> ir.Value:
+    """A 0-d view of ``buffer``'s first element: the bare pointer the kernel takes."""
+    return memref.ReinterpretCastOp(
+        ir.MemRefType.get([], ir.F32Type.get()), buffer, [], [], [], [0], [], []
+    ).result
+
+
+def _replace(op: ir.Operation, threads: int) -> None:
+    lhs, rhs = _operand(op, op.operands[0]), _operand(op, op.operands[1])
+    fill = defining_op(op.operands[2])
+    shape = static_shape(op.results[0])
+    batched = op.name == "linalg.batch_matmul"
+    batch = shape[0] if batched else 1
+    m, n = shape[-2:]
+    k = static_shape(op.operands[0])[-1]
+    i64 = ir.IntegerType.get_signless(64)
+    with op.location, ir.InsertionPoint(op):
+        buffers = [
+            bufferization.ToBufferOp(
+                ir.MemRefType.get(static_shape(operand.tensor), ir.F32Type.get()),
+                operand.tensor,
+                read_only=True,
+            ).result
+            for operand in (lhs, rhs)
+        ]
+        result = memref.AllocOp(ir.MemRefType.get(shape, ir.F32Type.get()), [], [], alignment=64)
+        sizes = [batch, m, n, k]
+        # A matmul is a batch of one: its batch strides are never used.
+        lhs_strides = lhs.strides if batched else [0, *lhs.strides]
+        rhs_strides = rhs.strides if batched else [0, *rhs.strides]
+        values = [*sizes, *lhs_strides, *rhs_strides, threads]
+        constants = {
+            value: arith.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
+            for value in dict.fromkeys(values)
+        }
+        scalars = [constants[value] for value in values]
+        ir.Operation.create(
+            "func.call",
+            operands=[*(_start(b) for b in (*buffers, result.result)), *scalars],
+            attributes={"callee": ir.FlatSymbolRefAttr.get(KERNEL)},
+        )
+        product = bufferization.ToTensorOp(
+            op.results[0].type, result.result, restrict=True, writable=True
+        ).result
+    op.results[0].replace_all_uses_with(product)
+    op.erase()
+    for dead in (fill, lhs.transpose, rhs.transpose):
+        _erase_with_unused_inits(dead)
+
+
+def _erase_with_unused_inits(op: ir.Operation | None) -> None:
+    """``op`` when nothing uses it, then the ``tensor.empty`` it wrote into when unused."""
+    if op is None or any(len(list(result.uses)) for result in op.results):
+        return
+    init = defining_op(op.operands[len(op.operands) - 1])
+    op.erase()
+    if init is not None and init.name == "tensor.empty" and not len(list(init.results[0].uses)):
+        init.erase()
+
+
+@dataclass(frozen=True)
+class CallPrecompiledMatmulsPass(Pass):
+    """Replace f32 (batch) matmuls of static shapes by calls of the precompiled kernel."""
+
+    argument: ClassVar[str] = "shlo-call-precompiled-matmuls"
+    # The threads the kernel may run on.
+    threads: int = 1
+
+    def run(self, module: ir.Operation) -> None:
+        matmuls = [op for op in ops_named(module, *_MATMULS) if _eligible(op)]
+        if not matmuls:
+            return
+        _declare(module)
+        for op in matmuls:
+            _replace(op, self.threads)

@@ -1,0 +1,89 @@
+"""Kernels written in C (``kernels/*.c``), built once per machine and called by generated code.
+
+XLA calls Eigen, compiled with XLA itself, for its matrix products; shlo's
+equivalent is built on first use by the system's C compiler, for this
+machine's CPU (``-march=native``), and kept like shlo's other C helpers
+(``shlo.c_build.build_once``). ``shlo-call-precompiled-matmuls`` makes
+programs call it, and they need a C compiler anyway: their object code is
+loaded by it, or by ``object_loader``, which resolves the call here.
+
+The kernels take threads from the OpenMP runtime the generated code uses
+(libgomp's entry points, which libiomp5 implements, as weak symbols): the
+runtime is loaded where the process's symbols are found before the kernels
+are.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+from pathlib import Path
+
+from shlo.c_build import build_once
+
+MATMUL = "shlo_matmul_f32"
+SYMBOLS = (MATMUL,)
+_SOURCE = Path(__file__).with_name("kernels") / "matmul_f32.c"
+_FLAGS = ["-O3", "-march=native", "-fPIC"]
+
+
+def enabled() -> bool:
+    """Whether programs may call the kernels: there is a C compiler to build them."""
+    from shlo.backends.cpu.runtime import linker
+
+    return linker() is not None
+
+
+@functools.cache
+def source_digest() -> str:
+    """A hash of the kernels' source (part of the compile cache's key)."""
+    return hashlib.sha256(_SOURCE.read_bytes()).hexdigest()[:16]
+
+
+def _source() -> str:
+    # The CPU's name and features are part of the source, so the hash that names the
+    # built file (build_once) changes with the machine that -march=native builds for.
+    return f"{_SOURCE.read_text()}\n/* built for: {_cpu_signature()} */\n"
+
+
+@functools.cache
+def _cpu_signature() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    wanted = [line for line in lines if line.startswith(("model name", "flags"))][:2]
+    return hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:16]
+
+
+def shared_library_path(driver: str) -> str:
+    """The kernels as a shared library (built once per machine)."""
+    return build_once(driver, _source(), "kernels.so", ["-shared", *_FLAGS])
+
+
+def object_path(driver: str) -> str:
+    """The kernels as a relocatable object, to join into code compiled ahead of time.
+    Their symbols are weak: two such objects link into one program."""
+    return build_once(driver, _source(), "kernels.o", ["-c", "-DSHLO_WEAK_KERNELS", *_FLAGS])
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    """The kernels, loaded after the OpenMP runtime (when there is one), which their
+    weak references then find."""
+    from shlo.backends.cpu.runtime import linker, load_openmp
+
+    driver = linker()
+    if driver is None:
+        raise RuntimeError("the precompiled kernels need a C compiler")
+    openmp = load_openmp()
+    if openmp is not None:
+        ctypes.CDLL(openmp, mode=ctypes.RTLD_GLOBAL)
+    # Global: code linked into a shared library (where object_loader declines) finds
+    # the kernels when it is loaded.
+    return ctypes.CDLL(shared_library_path(driver), mode=ctypes.RTLD_GLOBAL)
+
+
+def uses_kernels(object_code: bytes) -> bool:
+    return any(name.encode() in object_code for name in SYMBOLS)
