@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import subprocess
 import sys
@@ -158,7 +159,20 @@ def test_code_compiled_ahead_of_time_carries_the_kernel(tmp_path) -> None:
     source = tmp_path / "program.mlir"
     source.write_text(dot_source((16, 8), (8, 32)))
     shlo_compile = Path(sys.executable).parent / "shlo-compile"
-    subprocess.run([str(shlo_compile), str(source), "--emit", "object", "-o", str(output)], check=True)
+    subprocess.run(
+        [str(shlo_compile), str(source), "--emit", "object", "-o", str(output)], check=True
+    )
     symbols = subprocess.run(["nm", str(output)], capture_output=True, text=True, check=True)
     kinds = {line.split()[-1]: line.split()[-2] for line in symbols.stdout.splitlines()}
     assert kinds["shlo_matmul_f32"] == "W"  # defined, weak
+
+
+def test_the_kernels_use_the_generated_codes_openmp_runtime() -> None:
+    # By address, not by name: a process with torch loaded has libgomp too.
+    openmp = runtime.load_openmp()
+    if openmp is None:
+        pytest.skip("no OpenMP runtime")
+    kernels = precompiled.library()
+    kernels.shlo_kernels_parallel_entry.restype = ctypes.c_void_p
+    want = ctypes.cast(ctypes.CDLL(openmp).GOMP_parallel, ctypes.c_void_p).value
+    assert kernels.shlo_kernels_parallel_entry() == want

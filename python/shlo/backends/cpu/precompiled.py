@@ -8,9 +8,8 @@ programs call it, and they need a C compiler anyway: their object code is
 loaded by it, or by ``object_loader``, which resolves the call here.
 
 The kernels take threads from the OpenMP runtime the generated code uses
-(libgomp's entry points, which libiomp5 implements, as weak symbols): the
-runtime is loaded where the process's symbols are found before the kernels
-are.
+(libgomp's entry points, which libiomp5 implements), whose addresses the host
+gives them when it loads them.
 """
 
 from __future__ import annotations
@@ -70,19 +69,25 @@ def object_path(driver: str) -> str:
 
 @functools.cache
 def library() -> ctypes.CDLL:
-    """The kernels, loaded after the OpenMP runtime (when there is one), which their
-    weak references then find."""
+    """The kernels, loaded, and given the threads of the generated code's OpenMP runtime
+    (when there is one; by address: another runtime may be loaded too)."""
     from shlo.backends.cpu.runtime import linker, load_openmp
 
     driver = linker()
     if driver is None:
         raise RuntimeError("the precompiled kernels need a C compiler")
-    openmp = load_openmp()
-    if openmp is not None:
-        ctypes.CDLL(openmp, mode=ctypes.RTLD_GLOBAL)
     # Global: code linked into a shared library (where object_loader declines) finds
     # the kernels when it is loaded.
-    return ctypes.CDLL(shared_library_path(driver), mode=ctypes.RTLD_GLOBAL)
+    kernels = ctypes.CDLL(shared_library_path(driver), mode=ctypes.RTLD_GLOBAL)
+    openmp = load_openmp()
+    if openmp is not None:
+        runtime = ctypes.CDLL(openmp)
+        kernels.shlo_kernels_use_openmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        kernels.shlo_kernels_use_openmp(
+            ctypes.cast(runtime.GOMP_parallel, ctypes.c_void_p),
+            ctypes.cast(runtime.omp_get_thread_num, ctypes.c_void_p),
+        )
+    return kernels
 
 
 def uses_kernels(object_code: bytes) -> bool:

@@ -10,6 +10,7 @@
  * copying. Threads come from the OpenMP runtime the generated code uses,
  * through its GNU entry point, when the process has one.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -18,11 +19,25 @@ enum { MR = 8, NR = 32, KC = 256, MC = 128, NC = 1024 };
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef float f32x16_unaligned __attribute__((vector_size(64), aligned(4)));
 
-/* libiomp5 implements libgomp's entry points; weak, so that no OpenMP runtime
- * is needed where none is loaded (then one thread computes everything). */
+/* The OpenMP runtime's libgomp entry points (libiomp5 implements them). The host gives
+ * those of the runtime the generated code uses (shlo_kernels_use_openmp): a process may
+ * hold libgomp too (torch's), whose own threads spun against libiomp5's and made GPT-2
+ * 7x slower when the kernel found libgomp's by name. Otherwise (code compiled ahead of
+ * time) the symbols the program links, weak: without any, one thread computes all. */
+typedef void (*ParallelEntry)(void (*fn)(void *), void *data, unsigned threads, unsigned flags);
+typedef int (*ThreadNumber)(void);
 extern void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads, unsigned flags)
     __attribute__((weak));
 extern int omp_get_thread_num(void) __attribute__((weak));
+static ParallelEntry parallel_entry;
+static ThreadNumber thread_number;
+
+void shlo_kernels_use_openmp(ParallelEntry parallel, ThreadNumber number) {
+  parallel_entry = parallel;
+  thread_number = number;
+}
+
+void *shlo_kernels_parallel_entry(void) { return (void *)parallel_entry; }
 
 typedef struct {
   const float *a, *b;
@@ -30,6 +45,7 @@ typedef struct {
   int64_t batch, m, n, k;
   int64_t a_batch, a_row, a_col, b_batch, b_row, b_col;
   int64_t threads;
+  ThreadNumber thread_number;
 } Problem;
 
 /* One register tile: c[MR x NR] (row stride ldc) = a (MR x kc, a[p * a_step + i * a_row])
@@ -60,13 +76,64 @@ static inline __attribute__((always_inline)) void register_tile(
   }
 }
 
-/* This thread's panels: MC x KC of the lhs and KC x NC of the rhs, kept between calls. */
-static __thread float *panels;
+/* This thread's panels: MC x KC of the lhs and KC x NC of the rhs, kept between calls
+ * and freed when the thread ends. NULL when they cannot be allocated. */
+static pthread_key_t panels_key;
+static pthread_once_t panels_key_once = PTHREAD_ONCE_INIT;
+
+static void make_panels_key(void) { pthread_key_create(&panels_key, free); }
 
 static float *thread_panels(void) {
-  if (panels == NULL) panels = aligned_alloc(64, sizeof(float) * (MC * KC + KC * NC));
+  pthread_once(&panels_key_once, make_panels_key);
+  float *panels = pthread_getspecific(panels_key);
+  if (panels == NULL) {
+    panels = aligned_alloc(64, sizeof(float) * (MC * KC + KC * NC));
+    if (panels != NULL) pthread_setspecific(panels_key, panels);
+  }
   return panels;
 }
+
+/* The product without panels, one result at a time: only where they could not be allocated. */
+static void unpacked_matmul(const float *a, int64_t a_row, int64_t a_col, const float *b,
+                            int64_t b_row, int64_t b_col, float *c, int64_t ldc, int64_t m,
+                            int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float sum = 0.f;
+      for (int64_t p = 0; p < k; p++) sum += a[i * a_row + p * a_col] * b[p * b_row + j * b_col];
+      c[i * ldc + j] = sum;
+    }
+}
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* r[i][j] becomes r[j][i]: pairs of rows, then pairs of pairs, within 128-bit lanes;
+ * then the lanes. */
+static inline void transpose_16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 8; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+}
+#endif
 
 /* panel[p * width + j] = x[p * step + j * across] for p < depth, j < count; 0 for
  * count <= j < width. The loop along the operand's contiguous side is innermost. */
@@ -78,9 +145,42 @@ static void pack(const float *x, int64_t step, int64_t across, int64_t depth, in
         panel[p * width + j] = j < count ? x[p * step + j * across] : 0.f;
     return;
   }
+  int64_t done = 0;
+#ifdef __AVX512F__
+  /* 16 x 16 blocks transposed in registers: element by element, packing a transposed
+   * weight took a third of GPT-2's matmul time (128 x 768 x 3072: 3.5 -> 2.9 ms). */
+  if (count == width && width % 16 == 0)
+    for (; done + 16 <= depth; done += 16)
+      for (int64_t j = 0; j < width; j += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(x + done + (j + i) * across);
+        transpose_16x16(r);
+        for (int i = 0; i < 16; i++) _mm512_storeu_ps(panel + (done + i) * width + j, r[i]);
+      }
+#endif
   for (int64_t j = 0; j < width; j++)
-    for (int64_t p = 0; p < depth; p++)
+    for (int64_t p = done; p < depth; p++)
       panel[p * width + j] = j < count ? x[p + j * across] : 0.f;
+}
+
+/* Where the rhs panel that is packed next comes from: `count` runs of `length` contiguous
+ * floats, `stride` apart. Prefetched while the current panel's tiles compute, it arrives
+ * from memory in their shadow: GPT-2's weights, read once per call, made packing wait. */
+typedef struct {
+  const float *start;
+  int64_t count, stride, length;
+} Runs;
+
+static Runs next_panel(const float *b, int64_t b_row, int64_t b_col, int64_t kc) {
+  Runs none = {NULL, 0, 0, 0};
+  return b_row == 1 ? (Runs){b, NR, b_col, kc} : none;
+}
+
+/* Share `part` of `parts` of the runs' cache lines. */
+static void prefetch_share(Runs runs, int64_t part, int64_t parts) {
+  int64_t lines = (runs.length + 15) / 16;
+  for (int64_t r = runs.count * part / parts; r < runs.count * (part + 1) / parts; r++)
+    for (int64_t l = 0; l < lines; l++) __builtin_prefetch(runs.start + r * runs.stride + l * 16);
 }
 
 /* c[m x n] (row stride ldc) = a[m x k] @ b[k x n], a and b read through their strides. */
@@ -91,7 +191,12 @@ static void matmul(const float *a, int64_t a_row, int64_t a_col, const float *b,
       for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0.f;
     return;
   }
-  float *apack = thread_panels(), *bpack = apack + MC * KC;
+  float *apack = thread_panels();
+  if (apack == NULL) {
+    unpacked_matmul(a, a_row, a_col, b, b_row, b_col, c, ldc, m, n, k);
+    return;
+  }
+  float *bpack = apack + MC * KC;
   /* Rows of a that are contiguous are read in place: packing them cost more than it
    * saved where n is small (attention's p @ v: 1.13 -> 0.85 ms). */
   int direct = a_col == 1;
@@ -100,25 +205,31 @@ static void matmul(const float *a, int64_t a_row, int64_t a_col, const float *b,
     int64_t nc = n - jc < NC ? n - jc : NC;
     for (int64_t pc = 0; pc < k; pc += KC) {
       int64_t kc = k - pc < KC ? k - pc : KC;
-      if (b_col == 1) /* row by row: each row of the block is read once, in order */
-        for (int64_t p = 0; p < kc; p++) {
-          const float *row = b + (pc + p) * b_row + jc;
+      const float *block = b + pc * b_row + jc * b_col;
+      /* Rows of the rhs are packed row by row, each read once in order (a panel at a
+       * time, [1024, 4096]'s rows 16 KB apart cost a page each: 8 -> 14.6 ms at
+       * [256, 1024] x [1024, 4096]). Columns (a transposed rhs) a panel at a time, as
+       * the first row block reaches it, the next one prefetched meanwhile. */
+      if (b_col == 1)
+        for (int64_t p = 0; p < kc; p++)
           for (int64_t jr = 0; jr < nc; jr += NR)
             for (int64_t j = 0; j < NR; j++)
-              bpack[jr * kc + p * NR + j] = jr + j < nc ? row[jr + j] : 0.f;
-        }
-      else
-        for (int64_t jr = 0; jr < nc; jr += NR)
-          pack(b + pc * b_row + (jc + jr) * b_col, b_row, b_col, kc,
-               nc - jr < NR ? nc - jr : NR, NR, bpack + jr * kc);
+              bpack[jr * kc + p * NR + j] = jr + j < nc ? block[p * b_row + jr + j] : 0.f;
       for (int64_t ic = 0; ic < m; ic += MC) {
-        int64_t mc = m - ic < MC ? m - ic : MC;
+        int64_t mc = m - ic < MC ? m - ic : MC, tiles = (mc + MR - 1) / MR;
         for (int64_t ir = 0; ir < mc && !direct; ir += MR) {
           pack(a + (ic + ir) * a_row + pc * a_col, a_col, a_row, kc,
                mc - ir < MR ? mc - ir : MR, MR, apack + ir * kc);
         }
-        for (int64_t jr = 0; jr < nc; jr += NR)
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          Runs next = {NULL, 0, 0, 0};
+          if (ic == 0 && b_col != 1) {
+            pack(block + jr * b_col, b_row, b_col, kc, nc - jr < NR ? nc - jr : NR, NR,
+                 bpack + jr * kc);
+            if (jr + 2 * NR <= nc) next = next_panel(block + (jr + NR) * b_col, b_row, b_col, kc);
+          }
           for (int64_t ir = 0; ir < mc; ir += MR) {
+            if (next.start != NULL) prefetch_share(next, ir / MR, tiles);
             float *out = c + (ic + ir) * ldc + jc + jr;
             if (ir + MR <= mc && jr + NR <= nc) {
               if (direct)
@@ -136,6 +247,7 @@ static void matmul(const float *a, int64_t a_row, int64_t a_col, const float *b,
               for (int64_t j = 0; j < columns; j++)
                 out[i * ldc + j] = (pc == 0 ? 0.f : out[i * ldc + j]) + tile[i * NR + j];
           }
+        }
       }
     }
   }
@@ -170,7 +282,7 @@ static void compute_part(const Problem *p, int64_t part, int64_t parts) {
 
 static void run_thread(void *data) {
   const Problem *p = data;
-  compute_part(p, omp_get_thread_num(), p->threads);
+  compute_part(p, p->thread_number(), p->threads);
 }
 
 /* Weak where joined into code compiled ahead of time: two such objects link together. */
@@ -185,7 +297,14 @@ static void run_thread(void *data) {
 KERNEL void shlo_matmul_f32(const float *a, const float *b, float *c, int64_t batch, int64_t m,
                      int64_t n, int64_t k, int64_t a_batch, int64_t a_row, int64_t a_col,
                      int64_t b_batch, int64_t b_row, int64_t b_col, int64_t threads) {
-  Problem p = {a, b, c, batch, m, n, k, a_batch, a_row, a_col, b_batch, b_row, b_col, threads};
+  ParallelEntry parallel = parallel_entry;
+  ThreadNumber number = thread_number;
+  if (parallel == NULL || number == NULL) {
+    parallel = GOMP_parallel;
+    number = omp_get_thread_num;
+  }
+  Problem p = {a, b, c, batch, m, n, k, a_batch, a_row, a_col, b_batch, b_row, b_col, threads,
+               number};
   /* A thread needs at least a register tile's rows, columns or a batch of its own, and
    * 2^17 multiply-adds: entering a parallel region costs microseconds, as the generated
    * code's small loops know (shlo-sequential-small-foralls). */
@@ -193,8 +312,8 @@ KERNEL void shlo_matmul_f32(const float *a, const float *b, float *c, int64_t ba
   int64_t worth = batch * m * n * k >> 17;
   if (p.threads > most) p.threads = most;
   if (p.threads > worth) p.threads = worth;
-  if (p.threads > 1 && GOMP_parallel != NULL && omp_get_thread_num != NULL)
-    GOMP_parallel(run_thread, &p, (unsigned)p.threads, 0);
+  if (p.threads > 1 && parallel != NULL && number != NULL)
+    parallel(run_thread, &p, (unsigned)p.threads, 0);
   else
     compute_part(&p, 0, 1);
 }
