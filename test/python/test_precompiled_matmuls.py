@@ -176,3 +176,18 @@ def test_the_kernels_use_the_generated_codes_openmp_runtime() -> None:
     kernels.shlo_kernels_parallel_entry.restype = ctypes.c_void_p
     want = ctypes.cast(ctypes.CDLL(openmp).GOMP_parallel, ctypes.c_void_p).value
     assert kernels.shlo_kernels_parallel_entry() == want
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs", "transpose"), [((4, 3), (3, 6), ""), ((20, 100), (100, 70), "b")]
+)
+def test_small_products_round_as_xlas_loops(lhs, rhs, transpose) -> None:
+    # Each product rounded, then added in k order: bit for bit, however a sum cancels
+    # (StableHLO's conformance data for complex products comes from XLA's loops).
+    args, _ = stored_inputs(lhs, rhs, transpose, seed=2)
+    a, b = (np.swapaxes(x, -1, -2) if n in transpose else x for n, x in zip("ab", args))
+    want = np.zeros((lhs[0], rhs[1]), np.float32)
+    for p in range(lhs[1]):
+        want = want + a[:, p : p + 1] * b[p : p + 1, :]
+    got = shlo.compile(dot_source(lhs, rhs, transpose), threads=2, isolate=False)(*args)
+    np.testing.assert_array_equal(got, want)
