@@ -34,6 +34,7 @@ _PASS_CLASSES = {
     "shlo-fold-tuples": "decompose.fold_tuples:FoldTuplesPass",
     "shlo-flush-denormals": "cpu.flush_denormals:FlushDenormalsPass",
     "shlo-forward-scalar-buffers": "linalg.forward_scalar_buffers:ForwardScalarBuffersPass",
+    "shlo-mark-precompiled-matmuls": "cpu.mark_precompiled_matmuls:MarkPrecompiledMatmulsPass",
     "shlo-scalar-loop-state": "linalg.scalar_loop_state:ScalarLoopStatePass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",

@@ -19,9 +19,22 @@ strides, so the transpose's copy goes away. The kernel takes bare pointers
 (``llvm.bareptr``); each buffer is passed as a 0-d view of its start, so one
 declaration serves every shape.
 
-  %e = tensor.empty() : tensor<4x8xf32>
-  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %m = linalg.matmul ins(%a, %b : tensor<4x3xf32>, tensor<3x8xf32>) outs(%f : ...) -> ...
+Two passes. ``shlo-mark-precompiled-matmuls`` (``mark``), first in the tensor stage,
+puts a call of a bodiless placeholder (``shlo_precompiled_matmul_<i>``) on
+tensors in each matmul's place, with the sizes and strides as attributes:
+the recipes and fusion see an opaque call. ``shlo-call-precompiled-matmuls``
+expands the placeholders right before one-shot bufferization. Expanded
+earlier, the ``to_buffer`` ops were CSE'd across calls (two products
+reading attention's q) and canonicalization folds ``to_buffer`` of a
+``to_tensor``: a later call then read a buffer that bufferization, which
+saw the read only where the merged ``to_buffer`` was, had let an op
+overwrite in between (the random-blocks campaign's attention gradients,
+error 1.46). Between the expansion and bufferization no pass moves or
+merges ops.
+
+  %m = call @shlo_precompiled_matmul_0(%a, %b)
+      {shlo.kernel_arguments = array<i64: 1, 4, 8, 3, 0, 3, 1, 0, 8, 1>}
+      : (tensor<4x3xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
   ==>
   %ab = bufferization.to_buffer %a read_only : tensor<4x3xf32> to memref<4x3xf32>
   %bb = bufferization.to_buffer %b read_only : tensor<3x8xf32> to memref<3x8xf32>
@@ -40,12 +53,12 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import arith, bufferization, ir, memref
-from shlo.ir_utils import copy_parts, defining_op, ops_named, static_shape
+from shlo.ir_utils import copy_parts, defining_op, ops_named, static_shape, string_value
 from shlo.pass_framework import Pass
 
 KERNEL = "shlo_matmul_f32"
 
-_MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 _DEFAULT_MAPS = {
     "linalg.matmul": "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,"
     " affine_map<(m, n, k) -> (m, n)>]",
@@ -111,7 +124,8 @@ def _operand(matmul: ir.Operation, value: ir.Value) -> _Operand:
     return _Operand(value, _row_major_strides(shape))
 
 
-def _eligible(op: ir.Operation) -> bool:
+def eligible(op: ir.Operation) -> bool:
+    """A matmul the kernel computes as the op does."""
     if len(op.results) != 1 or len(op.operands) != 3:
         return False
     default = ir.Attribute.parse(_DEFAULT_MAPS[op.name])
@@ -156,47 +170,93 @@ def _start(buffer: ir.Value) -> ir.Value:
     ).result
 
 
-def _replace(op: ir.Operation, threads: int) -> None:
+PLACEHOLDER = "shlo_precompiled_matmul_"
+
+
+def mark(module: ir.Operation, op: ir.Operation, index: int) -> None:
+    """``op`` replaced by a call of a bodiless placeholder on the tensors the kernel reads,
+    with the kernel's sizes and strides as attributes."""
     lhs, rhs = _operand(op, op.operands[0]), _operand(op, op.operands[1])
     fill = defining_op(op.operands[2])
     shape = static_shape(op.results[0])
     batched = op.name == "linalg.batch_matmul"
-    batch = shape[0] if batched else 1
     m, n = shape[-2:]
     k = static_shape(op.operands[0])[-1]
-    i64 = ir.IntegerType.get_signless(64)
+    name = f"{PLACEHOLDER}{index}"
+    arguments = [lhs.tensor, rhs.tensor]
+    result_type = op.results[0].type
+    with ir.InsertionPoint.at_block_begin(module.regions[0].blocks[0]), op.location:
+        ir.Operation.create(
+            "func.func",
+            attributes={
+                "sym_name": ir.StringAttr.get(name),
+                "function_type": ir.TypeAttr.get(
+                    ir.FunctionType.get([v.type for v in arguments], [result_type])
+                ),
+                "sym_visibility": ir.StringAttr.get("private"),
+            },
+            regions=1,
+        )
+    # A matmul is a batch of one: its batch strides are never used.
+    scalars = [
+        shape[0] if batched else 1,
+        m,
+        n,
+        k,
+        *(lhs.strides if batched else [0, *lhs.strides]),
+        *(rhs.strides if batched else [0, *rhs.strides]),
+    ]
     with op.location, ir.InsertionPoint(op):
+        call = ir.Operation.create(
+            "func.call",
+            results=[result_type],
+            operands=arguments,
+            attributes={
+                "callee": ir.FlatSymbolRefAttr.get(name),
+                _SCALARS: ir.DenseI64ArrayAttr.get(scalars),
+            },
+        )
+    op.results[0].replace_all_uses_with(call.results[0])
+    op.erase()
+    for dead in (fill, lhs.transpose, rhs.transpose):
+        _erase_with_unused_inits(dead)
+
+
+_SCALARS = "shlo.kernel_arguments"
+
+
+def _expand(call: ir.Operation, threads: int) -> None:
+    """A placeholder's call as the kernel's call on the buffers of its operands."""
+    i64 = ir.IntegerType.get_signless(64)
+    result_type = ir.RankedTensorType(call.results[0].type)
+    with call.location, ir.InsertionPoint(call):
         buffers = [
             bufferization.ToBufferOp(
-                ir.MemRefType.get(static_shape(operand.tensor), ir.F32Type.get()),
-                operand.tensor,
-                read_only=True,
+                ir.MemRefType.get(static_shape(value), ir.F32Type.get()), value, read_only=True
             ).result
-            for operand in (lhs, rhs)
+            for value in call.operands
         ]
-        result = memref.AllocOp(ir.MemRefType.get(shape, ir.F32Type.get()), [], [], alignment=64)
-        sizes = [batch, m, n, k]
-        # A matmul is a batch of one: its batch strides are never used.
-        lhs_strides = lhs.strides if batched else [0, *lhs.strides]
-        rhs_strides = rhs.strides if batched else [0, *rhs.strides]
-        values = [*sizes, *lhs_strides, *rhs_strides, threads]
+        result = memref.AllocOp(
+            ir.MemRefType.get(list(result_type.shape), ir.F32Type.get()), [], [], alignment=64
+        )
+        values = [*ir.DenseI64ArrayAttr(call.attributes[_SCALARS]), threads]
         constants = {
             value: arith.ConstantOp(i64, ir.IntegerAttr.get(i64, value)).result
             for value in dict.fromkeys(values)
         }
-        scalars = [constants[value] for value in values]
         ir.Operation.create(
             "func.call",
-            operands=[*(_start(b) for b in (*buffers, result.result)), *scalars],
+            operands=[
+                *(_start(b) for b in (*buffers, result.result)),
+                *(constants[value] for value in values),
+            ],
             attributes={"callee": ir.FlatSymbolRefAttr.get(KERNEL)},
         )
         product = bufferization.ToTensorOp(
-            op.results[0].type, result.result, restrict=True, writable=True
+            result_type, result.result, restrict=True, writable=True
         ).result
-    op.results[0].replace_all_uses_with(product)
-    op.erase()
-    for dead in (fill, lhs.transpose, rhs.transpose):
-        _erase_with_unused_inits(dead)
+    call.results[0].replace_all_uses_with(product)
+    call.erase()
 
 
 def _erase_with_unused_inits(op: ir.Operation | None) -> None:
@@ -209,18 +269,28 @@ def _erase_with_unused_inits(op: ir.Operation | None) -> None:
         init.erase()
 
 
+def _callee(op: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+
 @dataclass(frozen=True)
 class CallPrecompiledMatmulsPass(Pass):
-    """Replace f32 (batch) matmuls of static shapes by calls of the precompiled kernel."""
+    """Expand the placeholders into calls of the precompiled kernel, before bufferization."""
 
     argument: ClassVar[str] = "shlo-call-precompiled-matmuls"
     # The threads the kernel may run on.
     threads: int = 1
 
     def run(self, module: ir.Operation) -> None:
-        matmuls = [op for op in ops_named(module, *_MATMULS) if _eligible(op)]
-        if not matmuls:
+        calls = [op for op in ops_named(module, "func.call") if _callee(op).startswith(PLACEHOLDER)]
+        if not calls:
             return
         _declare(module)
-        for op in matmuls:
-            _replace(op, self.threads)
+        for call in calls:
+            _expand(call, self.threads)
+        for op in list(module.regions[0].blocks[0].operations):
+            op = op.operation
+            if op.name == "func.func" and string_value(op.attributes["sym_name"]).startswith(
+                PLACEHOLDER
+            ):
+                op.erase()

@@ -1,4 +1,4 @@
-// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-call-precompiled-matmuls{threads=2})' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-mark-precompiled-matmuls,shlo-call-precompiled-matmuls{threads=2})' | FileCheck %s
 
 // A matmul whose init is a fill with +0.0 becomes a call on its operands'
 // buffers and a new result buffer: batch 1, m 4, n 8, k 3, then the strides

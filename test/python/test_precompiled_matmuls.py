@@ -191,3 +191,14 @@ def test_small_products_round_as_xlas_loops(lhs, rhs, transpose) -> None:
         want = want + a[:, p : p + 1] * b[p : p + 1, :]
     got = shlo.compile(dot_source(lhs, rhs, transpose), threads=2, isolate=False)(*args)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", [673, 729, 1017])
+def test_attention_gradients_whose_calls_read_one_operand(seed) -> None:
+    # Blocks of the random campaign whose gradients have two products reading q.
+    # Expanded into calls before the tensor stage's CSE and canonicalization, the
+    # two calls shared one to_buffer, and bufferization let an op overwrite q's
+    # buffer between them: error 1.3-1.5 of the largest value.
+    from test_random_blocks import check_block
+
+    check_block(seed)

@@ -65,7 +65,7 @@ class CodegenStrategy:
         stage = list(self.tensor_passes)
         if self.recipes and precompiled_matmuls:
             # Before fusion: a transpose only the matmul reads becomes its strides.
-            stage.insert(0, f"shlo-call-precompiled-matmuls{{threads={threads}}}")
+            stage.insert(0, "shlo-mark-precompiled-matmuls")
         if self.recipes:
             stage += [
                 # The recipes transform each distinct contraction once, in its
@@ -337,10 +337,19 @@ class CpuPipeline:
                 "tensor-codegen",
                 self.strategy.tensor_stage(self.thread_count, self.calls_precompiled_matmuls),
             ),
-            ("bufferize", list(_BUFFERIZE)),
+            ("bufferize", self._bufferize()),
             ("loop-codegen", self.strategy.loop_stage(self.thread_count)),
             ("to-llvm", self._to_llvm()),
         ]
+
+    def _bufferize(self) -> list[str]:
+        stage = list(_BUFFERIZE)
+        if self.strategy.recipes and self.calls_precompiled_matmuls:
+            # Right before bufferization, which must see where each call reads its
+            # operands (shlo.passes.cpu.call_precompiled_matmuls).
+            at = next(i for i, e in enumerate(stage) if e.startswith("one-shot-bufferize"))
+            stage.insert(at, f"shlo-call-precompiled-matmuls{{threads={self.thread_count}}}")
+        return stage
 
     def _to_llvm(self) -> list[str]:
         if not self.flush_denormals:
