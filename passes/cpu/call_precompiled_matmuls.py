@@ -53,18 +53,19 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import arith, bufferization, ir, memref
-from shlo.ir_utils import copy_parts, defining_op, ops_named, static_shape, string_value
+from shlo.ir_utils import (
+    copy_parts,
+    defining_op,
+    has_default_matmul_maps,
+    ops_named,
+    static_shape,
+    string_value,
+)
 from shlo.pass_framework import Pass
 
 KERNEL = "shlo_matmul_f32"
 
 MATMULS = ("linalg.matmul", "linalg.batch_matmul")
-_DEFAULT_MAPS = {
-    "linalg.matmul": "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,"
-    " affine_map<(m, n, k) -> (m, n)>]",
-    "linalg.batch_matmul": "[affine_map<(b, m, n, k) -> (b, m, k)>,"
-    " affine_map<(b, m, n, k) -> (b, k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]",
-}
 
 
 def _is_f32(value: ir.Value) -> bool:
@@ -128,8 +129,7 @@ def eligible(op: ir.Operation) -> bool:
     """A matmul the kernel computes as the op does."""
     if len(op.results) != 1 or len(op.operands) != 3:
         return False
-    default = ir.Attribute.parse(_DEFAULT_MAPS[op.name])
-    if "indexing_maps" in op.attributes and op.attributes["indexing_maps"] != default:
+    if not has_default_matmul_maps(op):
         return False
     return (
         all(static_shape(value) is not None and _is_f32(value) for value in op.operands)

@@ -31,26 +31,17 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, memref, scf
-from shlo.ir_utils import index_constant, ops_named
+from shlo.ir_utils import has_default_matmul_maps, index_constant, ops_named
 from shlo.pass_framework import Pass
 
 TILE = 4
-
-
-_DEFAULT_MAPS = {
-    "linalg.matmul": "[affine_map<(d0, d1, d2) -> (d0, d2)>, "
-    "affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]",
-    "linalg.batch_matmul": "[affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, "
-    "affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]",
-}
 
 
 def _takes(op: ir.Operation) -> bool:
     if op.name not in ("linalg.matmul", "linalg.batch_matmul") or len(op.results):
         return False
     # Transposed or broadcast operands: left to the one-thread-per-output path.
-    maps = op.attributes["indexing_maps"] if "indexing_maps" in op.attributes else None
-    if maps is not None and str(maps) != _DEFAULT_MAPS[op.name]:
+    if not has_default_matmul_maps(op):
         return False
     types = [v.type for v in op.operands]
     if len(types) != 3 or not all(isinstance(t, ir.MemRefType) for t in types):

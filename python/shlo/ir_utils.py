@@ -510,6 +510,24 @@ VIEW_OPS = frozenset(
 )
 
 
+_DEFAULT_MATMUL_MAPS = {
+    "linalg.matmul": "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>,"
+    " affine_map<(m, n, k) -> (m, n)>]",
+    "linalg.batch_matmul": "[affine_map<(b, m, n, k) -> (b, m, k)>,"
+    " affine_map<(b, m, n, k) -> (b, k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>]",
+}
+
+
+def has_default_matmul_maps(op: ir.Operation) -> bool:
+    """Whether ``op``, a linalg.matmul or batch_matmul, reads its operands untransposed
+    and unbroadcast: no ``indexing_maps``, or the default ones."""
+    if "indexing_maps" not in op.attributes:
+        return True
+    with op.context:
+        default = ir.Attribute.parse(_DEFAULT_MATMUL_MAPS[op.name])
+    return op.attributes["indexing_maps"] == default
+
+
 def viewed_buffer(value: ir.Value) -> ir.Value:
     """The buffer ``value`` is a view of, through any chain of VIEW_OPS (``value`` if none)."""
     while (producer := defining_op(value)) is not None and producer.name in VIEW_OPS:
