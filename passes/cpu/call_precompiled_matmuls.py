@@ -141,10 +141,7 @@ def _declare(module: ir.Operation) -> None:
     """``func.func private @shlo_matmul_f32``, taking bare pointers, once per module."""
     body = module.regions[0].blocks[0]
     for op in body.operations:
-        if (
-            op.operation.name == "func.func"
-            and ir.StringAttr(op.attributes["sym_name"]).value == KERNEL
-        ):
+        if op.operation.name == "func.func" and string_value(op.attributes["sym_name"]) == KERNEL:
             return
     pointer = ir.MemRefType.get([], ir.F32Type.get())
     i64 = ir.IntegerType.get_signless(64)

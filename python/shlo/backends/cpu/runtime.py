@@ -673,17 +673,16 @@ def _symbol_address(library: ctypes.CDLL, name: str) -> int | None:
 
 
 def _load_without_linker(
-    object_code: bytes, driver: str, openmp: str | None
+    object_code: bytes, driver: str, openmp: str | None, kernels: ctypes.CDLL | None
 ) -> tuple[Callable[[Any], int], Callable[[], None]] | None:
     """``object_code`` loaded by ``object_loader``: the call of its entry through the
-    shared guard, and what unloads it; None where the loader cannot."""
+    shared guard, and what unloads it; None where the loader cannot. ``kernels``: the
+    precompiled kernels, when the code calls them."""
     try:
         guard = _shared_guard(driver)
     except (ShloError, OSError, subprocess.SubprocessError):
         return None
-    libraries = [guard, *_libraries_to_resolve_from(openmp)]
-    if precompiled.uses_kernels(object_code):
-        libraries.append(precompiled.library())
+    libraries = [guard, *_libraries_to_resolve_from(openmp), *([kernels] if kernels else [])]
 
     def resolve(name: str) -> int | None:
         return next(filter(None, (_symbol_address(lib, name) for lib in libraries)), None)
@@ -719,10 +718,10 @@ def _load_object(object_code: bytes) -> tuple[Callable[[Any], int], Callable[[],
         openmp = load_openmp()
         if openmp is None:
             raise ShloError("the code runs on threads, but intel-openmp is not installed")
-    if precompiled.uses_kernels(object_code):
-        precompiled.library()  # where the code's references to the kernels resolve
+    # Where the code's references to the kernels resolve (linked: by the global scope).
+    kernels = precompiled.library() if precompiled.uses_kernels(object_code) else None
     if _LOAD_WITHOUT_LINKER:
-        loaded = _load_without_linker(object_code, driver, openmp)
+        loaded = _load_without_linker(object_code, driver, openmp, kernels)
         if loaded is not None:
             return loaded
     return _link_and_load(object_code, driver, openmp)
