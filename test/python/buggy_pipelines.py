@@ -40,7 +40,7 @@ BERT_FUSION_BUG = WithoutPasses(
         "shlo-fuse-elementwise-trees",
         "shlo-remove-fusion-fences",
     ),
-    precompiled_matmuls=False,
+    precompiled_kernels=False,
 )
 
 

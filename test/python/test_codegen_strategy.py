@@ -34,7 +34,7 @@ func.func @main(%a: tensor<64x40xf32>, %b: tensor<40x48xf32>) -> tensor<64x48xf3
 TILED = dataclasses.replace(SCALAR_LOOPS, name="tiled-matmul", recipes=("tile-matmul-32",))
 # These tests are about the code the recipes generate; by default f32 matmuls call the
 # precompiled kernel instead (test_precompiled_matmuls.py).
-GeneratedMatmuls = functools.partial(CpuPipeline, precompiled_matmuls=False)
+GeneratedMatmuls = functools.partial(CpuPipeline, precompiled_kernels=False)
 
 
 def tensor_codegen_ir(pipeline: CpuPipeline) -> str:

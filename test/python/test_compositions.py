@@ -592,7 +592,7 @@ def test_invalid_vector_code_is_an_error_not_a_wrong_result(monkeypatch) -> None
         lambda op, *names: [] if names == ("linalg.index",) else ops_named(op, *names),
     )
     # With the generated matmul, whose product the sum writes over.
-    pipeline = CpuPipeline(precompiled_matmuls=False)
+    pipeline = CpuPipeline(precompiled_kernels=False)
     with pytest.raises(shlo.ShloError, match="multi_reduction"):
         shlo.compile(index_term_after_product(8, 8, "arange"), isolate=False, pipeline=pipeline)
 

@@ -1,4 +1,4 @@
-"""f32 matmuls as calls of the kernel built once per machine (shlo-call-precompiled-matmuls)."""
+"""f32 matmuls as calls of the kernel built once per machine (shlo-call-precompiled-kernels)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_the_program_calls_the_kernel_and_has_no_matmul_code_of_its_own() -> Non
     text = _llvm_text(source, CpuPipeline(threads=2))
     assert "llvm.call @shlo_matmul_f32" in text
     assert "llvm.intr.fmuladd" not in text and "vector<" not in text and "llvm.cond_br" not in text
-    generated = _llvm_text(source, CpuPipeline(threads=2, precompiled_matmuls=False))
+    generated = _llvm_text(source, CpuPipeline(threads=2, precompiled_kernels=False))
     assert "shlo_matmul_f32" not in generated and "llvm.intr.fmuladd" in generated
 
 
@@ -133,13 +133,13 @@ func.func @main(%a: tensor<4x3xf64>, %b: tensor<3x5xf64>) -> tensor<4x5xf64> {
 
 
 def test_off_by_the_environment_or_without_a_c_compiler(monkeypatch) -> None:
-    assert CpuPipeline().calls_precompiled_matmuls
-    monkeypatch.setenv("SHLO_PRECOMPILED_MATMULS", "0")
-    assert not CpuPipeline().calls_precompiled_matmuls
-    assert CpuPipeline(precompiled_matmuls=True).calls_precompiled_matmuls
-    monkeypatch.delenv("SHLO_PRECOMPILED_MATMULS")
+    assert CpuPipeline().calls_precompiled_kernels
+    monkeypatch.setenv("SHLO_PRECOMPILED_KERNELS", "0")
+    assert not CpuPipeline().calls_precompiled_kernels
+    assert CpuPipeline(precompiled_kernels=True).calls_precompiled_kernels
+    monkeypatch.delenv("SHLO_PRECOMPILED_KERNELS")
     monkeypatch.setattr(runtime, "linker", lambda: None)
-    assert not CpuPipeline().calls_precompiled_matmuls
+    assert not CpuPipeline().calls_precompiled_kernels
 
 
 def test_llvm_code_run_by_the_jit_finds_the_kernel() -> None:

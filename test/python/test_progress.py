@@ -48,7 +48,7 @@ def test_a_module_compiled_in_shards_says_so() -> None:
     seen: list[str] = []
     with progress.listening(seen.append):
         shlo.compile(
-            case.exported.mlir_module_serialized, pipeline=CpuPipeline(precompiled_matmuls=False)
+            case.exported.mlir_module_serialized, pipeline=CpuPipeline(precompiled_kernels=False)
         )
     assert seen[-1] == "LLVM code generation in 2 shards"
 

@@ -177,10 +177,10 @@ def test_threads_split_the_outer_loop() -> None:
     assert "scf.forall" not in tensor_codegen_ir(lambda x: x * 2.0, floats(64, 64), threads=2)
 
 
-def loop_codegen_ir(function, *args, precompiled_matmuls: bool = True) -> str:
+def loop_codegen_ir(function, *args, precompiled_kernels: bool = True) -> str:
     text = export.export(jax.jit(function))(*args).mlir_module()
     module = shlo.load_module(text)
-    pipeline = CpuPipeline(strategy=VECTORIZED, threads=2, precompiled_matmuls=precompiled_matmuls)
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=2, precompiled_kernels=precompiled_kernels)
     run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *pipeline.elements("loop-codegen")])
     return str(module)
 
@@ -551,7 +551,7 @@ def test_matmul_kernels_prefetch_the_weight_they_read_next(transposed: bool) -> 
     def linear(x, w):
         return x @ w.T if transposed else x @ w
 
-    ir = loop_codegen_ir(linear, x, w, precompiled_matmuls=False)
+    ir = loop_codegen_ir(linear, x, w, precompiled_kernels=False)
     prefetched = re.findall(r"memref.prefetch .*, read, locality<2>, data : (memref<\w+>)", ir)
     assert prefetched and set(prefetched) == {f"memref<{w.shape[0]}x{w.shape[1]}xf32>"}
     check(linear, x, w, threads=2, rtol=1e-5)

@@ -81,7 +81,7 @@ class CpuBackend(Backend):
 
         # The L2 cache's geometry chooses some matmuls' tiles (matmul_k_tile).
         fields = [*options.elements(), repr(options), _code_kind(), repr(l2_cache())]
-        if options.calls_precompiled_matmuls:
+        if options.calls_precompiled_kernels:
             # Code compiled to call the kernels assumes their calling convention.
             fields.append(precompiled.source_digest())
         return fields

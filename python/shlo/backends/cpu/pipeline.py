@@ -61,11 +61,11 @@ class CodegenStrategy:
     recipes: tuple[str, ...] = ()
     vectorize: bool = False
 
-    def tensor_stage(self, threads: int = 1, precompiled_matmuls: bool = False) -> list[str]:
+    def tensor_stage(self, threads: int = 1, precompiled_kernels: bool = False) -> list[str]:
         stage = list(self.tensor_passes)
-        if self.recipes and precompiled_matmuls:
+        if self.recipes and precompiled_kernels:
             # Before fusion: a transpose only the matmul reads becomes its strides.
-            stage.insert(0, "shlo-mark-precompiled-matmuls")
+            stage.insert(0, "shlo-mark-precompiled-kernels")
         if self.recipes:
             stage += [
                 # The recipes transform each distinct contraction once, in its
@@ -307,19 +307,19 @@ class CpuPipeline:
     # Subnormal floats computed as zero, as XLA's CPU code computes them
     # (shlo-flush-denormals); False: IEEE arithmetic, as StableHLO specifies.
     flush_denormals: bool = False
-    # f32 matmuls call the kernel built once per machine (shlo-call-precompiled-matmuls)
-    # instead of code generated for each; None: where there is a C compiler to build
-    # it, unless SHLO_PRECOMPILED_MATMULS=0.
-    precompiled_matmuls: bool | None = None
+    # f32 matmuls and 2-D convolutions call kernels built once per machine
+    # (shlo-call-precompiled-kernels) instead of code generated for each; None: where
+    # there is a C compiler to build them, unless SHLO_PRECOMPILED_KERNELS=0.
+    precompiled_kernels: bool | None = None
 
     @property
-    def calls_precompiled_matmuls(self) -> bool:
-        """``precompiled_matmuls``, or the default."""
+    def calls_precompiled_kernels(self) -> bool:
+        """``precompiled_kernels``, or the default."""
         from shlo.backends.cpu import precompiled
 
-        if self.precompiled_matmuls is not None:
-            return self.precompiled_matmuls
-        return os.environ.get("SHLO_PRECOMPILED_MATMULS", "1") != "0" and precompiled.enabled()
+        if self.precompiled_kernels is not None:
+            return self.precompiled_kernels
+        return os.environ.get("SHLO_PRECOMPILED_KERNELS", "1") != "0" and precompiled.enabled()
 
     @property
     def thread_count(self) -> int:
@@ -335,7 +335,7 @@ class CpuPipeline:
             ("legalize-to-linalg", to_linalg_stage("cpu", self.pre_linalg)),
             (
                 "tensor-codegen",
-                self.strategy.tensor_stage(self.thread_count, self.calls_precompiled_matmuls),
+                self.strategy.tensor_stage(self.thread_count, self.calls_precompiled_kernels),
             ),
             ("bufferize", self._bufferize()),
             ("loop-codegen", self.strategy.loop_stage(self.thread_count)),
@@ -344,11 +344,11 @@ class CpuPipeline:
 
     def _bufferize(self) -> list[str]:
         stage = list(_BUFFERIZE)
-        if self.strategy.recipes and self.calls_precompiled_matmuls:
+        if self.strategy.recipes and self.calls_precompiled_kernels:
             # Right before bufferization, which must see where each call reads its
-            # operands (shlo.passes.cpu.call_precompiled_matmuls).
+            # operands (shlo.passes.cpu.call_precompiled_kernels).
             at = next(i for i, e in enumerate(stage) if e.startswith("one-shot-bufferize"))
-            stage.insert(at, f"shlo-call-precompiled-matmuls{{threads={self.thread_count}}}")
+            stage.insert(at, f"shlo-call-precompiled-kernels{{threads={self.thread_count}}}")
         return stage
 
     def _to_llvm(self) -> list[str]:

@@ -1,11 +1,11 @@
 """Kernels written in C (``kernels/*.c``), built once per machine and called by generated code.
 
-XLA calls Eigen, compiled with XLA itself, for its matrix products; shlo's
-equivalent is built on first use by the system's C compiler, for this
-machine's CPU (``-march=native``), and kept like shlo's other C helpers
-(``shlo.c_build.build_once``). ``shlo-call-precompiled-matmuls`` makes
-programs call it, and they need a C compiler anyway: their object code is
-loaded by it, or by ``object_loader``, which resolves the call here.
+XLA calls Eigen, compiled with XLA itself, for its matrix products and
+convolutions; shlo's equivalents are built on first use by the system's C
+compiler, for this machine's CPU (``-march=native``), and kept like shlo's
+other C helpers (``shlo.c_build.build_once``). ``shlo-call-precompiled-kernels``
+makes programs call them, and they need a C compiler anyway: their object
+code is loaded by it, or by ``object_loader``, which resolves the calls here.
 
 The kernels take threads from the OpenMP runtime the generated code uses
 (libgomp's entry points, which libiomp5 implements), whose addresses the host
@@ -22,8 +22,13 @@ from pathlib import Path
 from shlo.c_build import build_once
 
 MATMUL = "shlo_matmul_f32"
-SYMBOLS = (MATMUL,)
-_SOURCE = Path(__file__).with_name("kernels") / "matmul_f32.c"
+CONV2D = "shlo_conv2d_f32"
+SYMBOLS = (MATMUL, CONV2D)
+# One translation unit, in this order: the convolutions use the matmuls' thread entry
+# points and vector types.
+_SOURCES = tuple(
+    Path(__file__).with_name("kernels") / name for name in ("matmul_f32.c", "conv2d_f32.c")
+)
 _FLAGS = ["-O3", "-march=native", "-fPIC"]
 
 
@@ -37,13 +42,17 @@ def enabled() -> bool:
 @functools.cache
 def source_digest() -> str:
     """A hash of the kernels' source (part of the compile cache's key)."""
-    return hashlib.sha256(_SOURCE.read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(_joined_sources().encode()).hexdigest()[:16]
+
+
+def _joined_sources() -> str:
+    return "\n".join(source.read_text() for source in _SOURCES)
 
 
 def _source() -> str:
     # The CPU's name and features are part of the source, so the hash that names the
     # built file (build_once) changes with the machine that -march=native builds for.
-    return f"{_SOURCE.read_text()}\n/* built for: {_cpu_signature()} */\n"
+    return f"{_joined_sources()}\n/* built for: {_cpu_signature()} */\n"
 
 
 @functools.cache

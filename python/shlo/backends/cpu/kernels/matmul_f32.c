@@ -1,6 +1,6 @@
 /* f32 matrix products for shlo's CPU code: compiled once per machine by the
  * system's C compiler (shlo.backends.cpu.precompiled), then called by the code
- * of every program with a matmul (shlo-call-precompiled-matmuls), which so
+ * of every program with a matmul (shlo-call-precompiled-kernels), which so
  * leaves LLVM nothing to generate for it.
  *
  * The method is the usual one for caches (Goto and van de Geijn): blocks of

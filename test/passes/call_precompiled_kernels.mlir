@@ -1,4 +1,4 @@
-// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-mark-precompiled-matmuls,shlo-call-precompiled-matmuls{threads=2})' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-mark-precompiled-kernels,shlo-call-precompiled-kernels{threads=2})' | FileCheck %s
 
 // A matmul whose init is a fill with +0.0 becomes a call on its operands'
 // buffers and a new result buffer: batch 1, m 4, n 8, k 3, then the strides
@@ -83,4 +83,66 @@ func.func @main(%a: tensor<4x3xf64>, %b: tensor<3x8xf64>, %x: tensor<4x3xf32>, %
   %f2 = linalg.fill ins(%negative_zero : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
   %o = linalg.matmul ins(%x, %y : tensor<4x3xf32>, tensor<3x8xf32>) outs(%f2 : tensor<4x8xf32>) -> tensor<4x8xf32>
   return %m, %n, %o : tensor<4x8xf64>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A 2-D convolution whose input is padded with zeros that only it reads: the
+// kernel reads the unpadded input, with the top and left padding (2, 1) among
+// its sizes: n 1, h 6, w 5, c 3; kh 3, kw 2, f 4; oh 6, ow 4; top 2, left 1;
+// strides 1, 2; dilations 1, 1; threads 2. The pad is erased.
+// CHECK: func.func private @shlo_conv2d_f32(memref<f32>, memref<f32>, memref<f32>, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) attributes {llvm.bareptr}
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.+]]: tensor<1x6x5x3xf32>, %[[W:.+]]: tensor<3x2x3x4xf32>)
+// CHECK-NOT: tensor.pad
+// CHECK-DAG: bufferization.to_buffer %[[X]] read_only : tensor<1x6x5x3xf32> to memref<1x6x5x3xf32>
+// CHECK-DAG: bufferization.to_buffer %[[W]] read_only : tensor<3x2x3x4xf32> to memref<3x2x3x4xf32>
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C2:.+]] = arith.constant 2 : i64
+// CHECK-DAG: %[[C3:.+]] = arith.constant 3 : i64
+// CHECK-DAG: %[[C4:.+]] = arith.constant 4 : i64
+// CHECK-DAG: %[[C5:.+]] = arith.constant 5 : i64
+// CHECK-DAG: %[[C6:.+]] = arith.constant 6 : i64
+// CHECK: call @shlo_conv2d_f32(%{{.+}}, %{{.+}}, %{{.+}}, %[[C1]], %[[C6]], %[[C5]], %[[C3]], %[[C3]], %[[C2]], %[[C4]], %[[C6]], %[[C4]], %[[C2]], %[[C1]], %[[C1]], %[[C2]], %[[C1]], %[[C1]], %[[C2]])
+// CHECK: bufferization.to_tensor %{{.+}} restrict writable : memref<1x6x4x4xf32> to tensor<1x6x4x4xf32>
+func.func @main(%x: tensor<1x6x5x3xf32>, %w: tensor<3x2x3x4xf32>) -> tensor<1x6x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %x low[0, 2, 1, 0] high[0, 0, 2, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x6x5x3xf32> to tensor<1x8x8x3xf32>
+  %e = tensor.empty() : tensor<1x6x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<[1, 2]> : tensor<2xi64>}
+      ins(%padded, %w : tensor<1x8x8x3xf32>, tensor<3x2x3x4xf32>) outs(%f : tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  return %c : tensor<1x6x4x4xf32>
+}
+
+// -----
+
+// Padding with ones is not the kernel's: it reads the padded tensor, and pads
+// nothing more (top and left 0).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.+]] = tensor.pad
+// CHECK: bufferization.to_buffer %[[P]] read_only : tensor<1x8x8x3xf32> to memref<1x8x8x3xf32>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C2:.+]] = arith.constant 2 : i64
+// CHECK-DAG: %[[C3:.+]] = arith.constant 3 : i64
+// CHECK-DAG: %[[C4:.+]] = arith.constant 4 : i64
+// CHECK-DAG: %[[C6:.+]] = arith.constant 6 : i64
+// CHECK-DAG: %[[C8:.+]] = arith.constant 8 : i64
+// CHECK: call @shlo_conv2d_f32(%{{.+}}, %{{.+}}, %{{.+}}, %[[C1]], %[[C8]], %[[C8]], %[[C3]], %[[C3]], %[[C2]], %[[C4]], %[[C6]], %[[C4]], %[[C0]], %[[C0]], %[[C1]], %[[C2]], %[[C1]], %[[C1]], %[[C2]])
+func.func @main(%x: tensor<1x6x5x3xf32>, %w: tensor<3x2x3x4xf32>) -> tensor<1x6x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %padded = tensor.pad %x low[0, 2, 1, 0] high[0, 0, 2, 0] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %one : f32
+  } : tensor<1x6x5x3xf32> to tensor<1x8x8x3xf32>
+  %e = tensor.empty() : tensor<1x6x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  %c = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<[1, 2]> : tensor<2xi64>}
+      ins(%padded, %w : tensor<1x8x8x3xf32>, tensor<3x2x3x4xf32>) outs(%f : tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
+  return %c : tensor<1x6x4x4xf32>
 }

@@ -1,0 +1,127 @@
+"""f32 2-D convolutions as calls of the kernel built once per machine (shlo_conv2d_f32)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import shlo
+from shlo._mlir_compat import ir, new_context
+from shlo.backends.cpu import precompiled
+from shlo.backends.cpu.lowering import lower_to_llvm
+from shlo.backends.cpu.pipeline import CpuPipeline
+
+pytestmark = pytest.mark.skipif(not precompiled.enabled(), reason="no C compiler")
+
+
+def _tensor(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def _output_shape(x, w, strides, padding, dilation) -> tuple[int, ...]:
+    sizes = []
+    for d in range(2):
+        span = (w[d] - 1) * dilation[d] + 1
+        sizes.append((x[1 + d] + sum(padding[d]) - span) // strides[d] + 1)
+    return (x[0], *sizes, w[3])
+
+
+def conv_source(x, w, strides=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)) -> str:
+    """A StableHLO NHWC x HWIO -> NHWC convolution, as jax exports one."""
+    out = _output_shape(x, w, strides, padding, dilation)
+    pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in padding)
+    return (
+        f"func.func @main(%x: {_tensor(x)}, %w: {_tensor(w)}) -> {_tensor(out)} {{\n"
+        f"  %r = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->"
+        f"[b, 0, 1, f], window = {{stride = {list(strides)}, pad = [{pad}], "
+        f"rhs_dilate = {list(dilation)}}} {{batch_group_count = 1 : i64, "
+        f"feature_group_count = 1 : i64}} : ({_tensor(x)}, {_tensor(w)}) -> {_tensor(out)}\n"
+        f"  return %r : {_tensor(out)}\n}}\n"
+    )
+
+
+def reference(x, w, strides=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1)) -> np.ndarray:
+    """The convolution in float64, the padding's zeros multiplied like any input."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), *padding, (0, 0)))
+    out = _output_shape(x.shape, w.shape, strides, padding, dilation)
+    y = np.zeros(out)
+    for kh in range(w.shape[0]):
+        for kw in range(w.shape[1]):
+            rows = kh * dilation[0] + np.arange(out[1]) * strides[0]
+            columns = kw * dilation[1] + np.arange(out[2]) * strides[1]
+            window = xp[:, rows][:, :, columns]
+            with np.errstate(invalid="ignore"):  # inf x 0
+                y += window @ w[kh, kw].astype(np.float64)
+    return y
+
+
+def inputs(x, w, seed=0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return (
+        rng.standard_normal(x).astype(np.float32),
+        rng.standard_normal(w).astype(np.float32),
+    )
+
+
+CASES = [
+    # bench's conv2d: whole 14-column tiles, padded rows and columns
+    ((1, 56, 56, 64), (3, 3, 64, 64), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    # ResNet's downsampling: stride 2, padding after only; and its 1x1 shortcut
+    ((1, 16, 16, 32), (3, 3, 32, 64), (2, 2), ((0, 1), (0, 1)), (1, 1)),
+    ((1, 16, 16, 32), (1, 1, 32, 64), (2, 2), ((0, 0), (0, 0)), (1, 1)),
+    # channels past whole tiles (37), columns past them (5, 19), batches, dilation
+    ((2, 9, 7, 5), (3, 2, 5, 37), (1, 2), ((2, 1), (0, 3)), (2, 3)),
+    ((3, 17, 13, 33), (5, 5, 33, 70), (2, 3), ((0, 0), (0, 0)), (1, 1)),
+    ((1, 4, 19, 1), (2, 3, 1, 3), (1, 1), ((0, 0), (1, 1)), (1, 1)),
+    # padding wider than the input: whole rows and columns of zeros
+    ((1, 3, 2, 4), (3, 3, 4, 8), (1, 1), ((3, 3), (4, 4)), (1, 1)),
+    # no input channel: zeros
+    ((1, 5, 5, 0), (3, 3, 0, 16), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+]
+
+
+@pytest.mark.parametrize(("x", "w", "strides", "padding", "dilation"), CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_convolutions_match_numpy(x, w, strides, padding, dilation, threads) -> None:
+    args = inputs(x, w)
+    source = conv_source(x, w, strides, padding, dilation)
+    got = shlo.compile(source, threads=threads, isolate=False)(*args)
+    want = reference(*args, strides, padding, dilation)
+    depth = max(w[0] * w[1] * w[2], 1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * depth**0.5 * 4)
+
+
+def test_the_program_calls_the_kernel_and_has_no_convolution_code_of_its_own() -> None:
+    # The padding is the kernel's too: no loop is left at all.
+    source = conv_source((1, 12, 12, 16), (3, 3, 16, 32), padding=((1, 1), (1, 1)))
+    lowered = lower_to_llvm(source, "main", None, CpuPipeline(threads=2))
+    text = str(ir.Module.parse(lowered.llvm_bytecode, new_context()))
+    assert "llvm.call @shlo_conv2d_f32" in text
+    assert "vector<" not in text and "llvm.cond_br" not in text
+
+
+def test_padding_zeros_times_infinity_are_nan() -> None:
+    # The padding is multiplied like the input, as the op multiplies it: a filter tap
+    # that is infinite makes NaN where it reads the padding, and +-inf elsewhere.
+    x, w = inputs((1, 6, 6, 2), (3, 3, 2, 4), seed=2)
+    x = np.abs(x) + 0.5
+    w[0, 0, 1, 3] = np.inf
+    padding = ((1, 1), (1, 1))
+    source = conv_source(x.shape, w.shape, padding=padding)
+    got = shlo.compile(source, threads=1, isolate=False)(x, w)
+    want = reference(x, w, padding=padding)
+    assert np.isnan(got[0, 0, :, 3]).all() and np.isnan(got[0, :, 0, 3]).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_threads_change_no_bit() -> None:
+    # Each output row is summed by one thread, in the same order, however rows are split.
+    shape = ((2, 30, 21, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1))
+    args = inputs(*shape[:2], seed=3)
+    source = conv_source(*shape)
+    one = shlo.compile(source, threads=1, isolate=False)(*args)
+    for threads in (2, 3):
+        np.testing.assert_array_equal(
+            shlo.compile(source, threads=threads, isolate=False)(*args), one
+        )
