@@ -63,8 +63,15 @@ def inputs(x, w, seed=0) -> tuple[np.ndarray, np.ndarray]:
 
 
 CASES = [
-    # bench's conv2d: whole 14-column tiles, padded rows and columns
+    # Rows of 28 columns or more are computed directly. bench's conv2d: whole 14-column
+    # tiles, padded rows and columns; one past them.
     ((1, 56, 56, 64), (3, 3, 64, 64), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    ((2, 5, 29, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    # Shorter rows: windows (im2col) and the matmul kernel, the positions shared by the
+    # threads, or the channels when there are few positions (a dense layer as a 1x1
+    # convolution, one position per image; a 1-D convolution, one column).
+    ((8, 1, 1, 256), (1, 1, 256, 96), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ((4, 40, 1, 16), (5, 1, 16, 48), (1, 1), ((2, 2), (0, 0)), (1, 1)),
     # ResNet's downsampling: stride 2, padding after only; and its 1x1 shortcut
     ((1, 16, 16, 32), (3, 3, 32, 64), (2, 2), ((0, 1), (0, 1)), (1, 1)),
     ((1, 16, 16, 32), (1, 1, 32, 64), (2, 2), ((0, 0), (0, 0)), (1, 1)),
@@ -99,10 +106,11 @@ def test_the_program_calls_the_kernel_and_has_no_convolution_code_of_its_own() -
     assert "vector<" not in text and "llvm.cond_br" not in text
 
 
-def test_padding_zeros_times_infinity_are_nan() -> None:
+@pytest.mark.parametrize("width", [6, 30])  # windows; direct
+def test_padding_zeros_times_infinity_are_nan(width) -> None:
     # The padding is multiplied like the input, as the op multiplies it: a filter tap
     # that is infinite makes NaN where it reads the padding, and +-inf elsewhere.
-    x, w = inputs((1, 6, 6, 2), (3, 3, 2, 4), seed=2)
+    x, w = inputs((1, 6, width, 2), (3, 3, 2, 4), seed=2)
     x = np.abs(x) + 0.5
     w[0, 0, 1, 3] = np.inf
     padding = ((1, 1), (1, 1))
@@ -115,9 +123,16 @@ def test_padding_zeros_times_infinity_are_nan() -> None:
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
 
 
-def test_threads_change_no_bit() -> None:
-    # Each output row is summed by one thread, in the same order, however rows are split.
-    shape = ((2, 30, 21, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1))
+@pytest.mark.parametrize(
+    "shape",
+    [
+        ((2, 30, 30, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1)),  # direct
+        ((2, 30, 21, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1)),  # positions
+        ((4, 1, 1, 200), (1, 1, 200, 130), (1, 1), ((0, 0), (0, 0)), (1, 1)),  # channels
+    ],
+)
+def test_threads_change_no_bit(shape) -> None:
+    # Each result is summed by one thread, in the same order, however the work is split.
     args = inputs(*shape[:2], seed=3)
     source = conv_source(*shape)
     one = shlo.compile(source, threads=1, isolate=False)(*args)

@@ -1,18 +1,28 @@
 /* f32 2-D convolutions (NHWC input, HWIO filter, NHWC output) for shlo's CPU code,
- * compiled with the matrix products (matmul_f32.c, whose thread entry points and
- * vector types it uses) into one object built once per machine.
+ * compiled with the matrix products (matmul_f32.c, whose thread entry points, vector
+ * types and matmul it uses) into one object built once per machine.
  *
- * Directly, without im2col: a register tile of MR output columns x NR output channels
- * takes, for each tap (kh, kw) and input channel, one broadcast input per column and two
- * rows of the filter. Zero padding is made where the rows are: each output row reads KH
- * input rows, and a row that needs padding is copied into a zeroed scratch row, so the
- * padding's zeros are multiplied as the op multiplies them (0 x inf is NaN).
+ * Output rows of 28 columns or more are computed directly: a register tile of 14 output
+ * columns x 32 channels takes, for each tap (kh, kw) and input channel, one broadcast
+ * input per column and two rows of the filter. Padding is made where the rows are: each
+ * output row reads KH input rows, and a row that needs padding is copied into a zeroed
+ * scratch row, kept while the next output rows read it.
+ *
+ * Shorter rows fill too few of a tile's columns (7 x 7 images ran at 0.6x the generated
+ * code's speed, one-column 1-D convolutions at 0.4x): each position's window becomes a
+ * row of a matrix (im2col), which the matmul kernel multiplies by the filter, itself a
+ * [kh * kw * c, f] matrix. Either way the padding's zeros are multiplied as the op
+ * multiplies them (0 x inf is NaN).
  */
 #include <string.h>
 
 /* 14 columns x 2 vectors: 28 of the 32 zmm registers accumulate (8 columns: 150
  * against 165 GFLOP/s on one thread, 56 x 56 x 64 -> 64, 3 x 3). */
 enum { CONV_MR = 14 };
+
+/* Output rows this wide or wider are computed directly (windows: 56 x 56 x 64, 3 x 3,
+ * 0.87 against 0.64 ms; 28 x 28 x 128 even; 14 x 14 x 256 0.80 against 1.34). */
+enum { DIRECT_MIN_COLUMNS = 28 };
 
 typedef struct {
   const float *x, *w;
@@ -25,7 +35,14 @@ typedef struct {
   int64_t ldw;                  /* the filter's row length (f, or f rounded up, packed) */
   int64_t threads;
   ThreadNumber thread_number;
+  int method;
+  const float *windows; /* by_channels: every position's window, made before the threads */
 } Conv;
+
+/* How the threads share the work: output rows computed directly (register tiles along
+ * ow); or each position's window copied into a row (im2col) and multiplied by the filter,
+ * a [kh * kw * c, f] matrix, by the matmul kernel, the positions or the channels shared. */
+enum { DIRECT, BY_POSITIONS, BY_CHANNELS };
 
 /* Columns of the input that the output's columns read, padding included. */
 static int64_t read_width(const Conv *p) { return (p->ow - 1) * p->sw + (p->kw - 1) * p->dw + 1; }
@@ -129,35 +146,78 @@ static void conv_rows(const Conv *p, int64_t first, int64_t last, float *scratch
   }
 }
 
-/* Output rows [first, last), one result at a time: only where the scratch rows or the
- * packed filter could not be allocated. */
-static void unpacked_conv_rows(const Conv *p, int64_t first, int64_t last) {
-  for (int64_t row = first; row < last; row++) {
-    int64_t n = row / p->oh, oh = row % p->oh;
-    for (int64_t ow = 0; ow < p->ow; ow++)
-      for (int64_t o = 0; o < p->f; o++) {
-        float sum = 0.f;
-        for (int64_t kh = 0; kh < p->kh; kh++)
-          for (int64_t kw = 0; kw < p->kw; kw++) {
-            int64_t ih = oh * p->sh + kh * p->dh - p->pad_top;
-            int64_t iw = ow * p->sw + kw * p->dw - p->pad_left;
-            int inside = ih >= 0 && ih < p->h && iw >= 0 && iw < p->width;
-            for (int64_t q = 0; q < p->c; q++) {
-              float x = inside ? p->x[((n * p->h + ih) * p->width + iw) * p->c + q] : 0.f;
-              sum += x * p->w[((kh * p->kw + kw) * p->c + q) * p->ldw + o];
-            }
+/* Positions [first, last) of the flattened (n, oh, ow), one result at a time: only where
+ * the buffers the other ways need could not be allocated. The filter has rows of ldw. */
+static void unpacked_conv(const Conv *p, int64_t first, int64_t last) {
+  for (int64_t position = first; position < last; position++) {
+    int64_t ow = position % p->ow, row = position / p->ow, n = row / p->oh, oh = row % p->oh;
+    for (int64_t o = 0; o < p->f; o++) {
+      float sum = 0.f;
+      for (int64_t kh = 0; kh < p->kh; kh++)
+        for (int64_t kw = 0; kw < p->kw; kw++) {
+          int64_t ih = oh * p->sh + kh * p->dh - p->pad_top;
+          int64_t iw = ow * p->sw + kw * p->dw - p->pad_left;
+          int inside = ih >= 0 && ih < p->h && iw >= 0 && iw < p->width;
+          for (int64_t q = 0; q < p->c; q++) {
+            float x = inside ? p->x[((n * p->h + ih) * p->width + iw) * p->c + q] : 0.f;
+            sum += x * p->w[((kh * p->kw + kw) * p->c + q) * p->ldw + o];
           }
-        p->y[(row * p->ow + ow) * p->f + o] = sum;
-      }
+        }
+      p->y[position * p->f + o] = sum;
+    }
   }
 }
 
+/* Row r of `windows` = the window of position first + r: x[n, ih, iw, :] for each (kh,
+ * kw), in the filter's order, zeros where (ih, iw) is padding. */
+static void copy_windows(const Conv *p, int64_t first, int64_t last, float *windows) {
+  int64_t c = p->c, depth = p->kh * p->kw * c;
+  for (int64_t position = first; position < last; position++) {
+    int64_t ow = position % p->ow, row = position / p->ow, n = row / p->oh, oh = row % p->oh;
+    float *window = windows + (position - first) * depth;
+    for (int64_t kh = 0; kh < p->kh; kh++) {
+      int64_t ih = oh * p->sh + kh * p->dh - p->pad_top;
+      for (int64_t kw = 0; kw < p->kw; kw++) {
+        int64_t iw = ow * p->sw + kw * p->dw - p->pad_left;
+        float *tap = window + (kh * p->kw + kw) * c;
+        if (ih < 0 || ih >= p->h || iw < 0 || iw >= p->width)
+          memset(tap, 0, sizeof(float) * c);
+        else
+          memcpy(tap, p->x + ((n * p->h + ih) * p->width + iw) * c, sizeof(float) * c);
+      }
+    }
+  }
+}
+
+static int64_t positions(const Conv *p) { return p->n * p->oh * p->ow; }
+
 static void conv_part(const Conv *p, int64_t part, int64_t parts) {
+  int64_t depth = p->kh * p->kw * p->c;
+  if (p->method == BY_CHANNELS) {
+    int64_t first = share(p->f, NR, part, parts), last = share(p->f, NR, part + 1, parts);
+    matmul(p->windows, depth, 1, p->w + first, p->f, 1, p->y + first, p->f, positions(p),
+           last - first, depth);
+    return;
+  }
+  if (p->method == BY_POSITIONS) {
+    int64_t first = share(positions(p), MR, part, parts);
+    int64_t last = share(positions(p), MR, part + 1, parts);
+    float *windows = malloc(sizeof(float) * ((last - first) * depth + 1));
+    if (windows == NULL) {
+      unpacked_conv(p, first, last);
+      return;
+    }
+    copy_windows(p, first, last, windows);
+    matmul(windows, depth, 1, p->w, p->f, 1, p->y + first * p->f, p->f, last - first, p->f,
+           depth);
+    free(windows);
+    return;
+  }
   int64_t rows = p->n * p->oh, first = rows * part / parts, last = rows * (part + 1) / parts;
   int64_t span = read_width(p) * p->c;
   float *scratch = malloc(sizeof(float) * (p->kh + 1) * (span > 0 ? span : 1));
   if (scratch == NULL) {
-    unpacked_conv_rows(p, first, last);
+    unpacked_conv(p, first * p->ow, last * p->ow);
     return;
   }
   conv_rows(p, first, last, scratch);
@@ -183,29 +243,47 @@ KERNEL void shlo_conv2d_f32(const float *x, const float *w, float *y, int64_t n,
     number = omp_get_thread_num;
   }
   Conv p = {x, w, y, n, h, width, c, kh, kw, f, oh, ow, pad_top, pad_left, sh, sw, dh, dw,
-            f, threads, number};
-  if (n * oh * ow * f == 0) return;
-  /* The tiles read NR channels of each filter row: a filter whose rows are shorter
-   * is copied into rows of whole tiles, the extra channels zero. */
-  float *packed = NULL;
-  if (f % NR != 0) {
-    int64_t ldw = (f + NR - 1) / NR * NR;
-    packed = malloc(sizeof(float) * kh * kw * c * ldw);
-    if (packed == NULL) {
-      unpacked_conv_rows(&p, 0, n * oh);
-      return;
-    }
-    for (int64_t r = 0; r < kh * kw * c; r++)
-      for (int64_t j = 0; j < ldw; j++) packed[r * ldw + j] = j < f ? w[r * f + j] : 0.f;
-    p.w = packed;
-    p.ldw = ldw;
-  }
-  int64_t rows = n * oh, worth = rows * ow * f * kh * kw * c >> 17;
-  if (p.threads > rows) p.threads = rows;
+            f, threads, number, DIRECT, NULL};
+  if (positions(&p) * f == 0) return;
+  int64_t rows = n * oh, depth = kh * kw * c, worth = positions(&p) * f * depth >> 17;
   if (p.threads > worth) p.threads = worth;
+  if (p.threads < 1) p.threads = 1;
+  float *allocated = NULL;
+  if (ow < DIRECT_MIN_COLUMNS) {
+    /* Rows too short for the direct tiles: the matmul kernel's. Few positions for
+     * the threads: they share the channels, of one copy of the windows. */
+    p.method = positions(&p) >= p.threads * 4 * MR ? BY_POSITIONS : BY_CHANNELS;
+    if (p.method == BY_CHANNELS) {
+      int64_t blocks = (f + NR - 1) / NR;
+      if (p.threads > blocks) p.threads = blocks;
+      allocated = malloc(sizeof(float) * (positions(&p) * depth + 1));
+      if (allocated == NULL) {
+        unpacked_conv(&p, 0, positions(&p));
+        return;
+      }
+      copy_windows(&p, 0, positions(&p), allocated);
+      p.windows = allocated;
+    }
+  } else {
+    /* The tiles read NR channels of each filter row: a filter whose rows are shorter
+     * is copied into rows of whole tiles, the extra channels zero. */
+    if (f % NR != 0) {
+      int64_t ldw = (f + NR - 1) / NR * NR;
+      allocated = malloc(sizeof(float) * depth * ldw);
+      if (allocated == NULL) {
+        unpacked_conv(&p, 0, positions(&p));
+        return;
+      }
+      for (int64_t r = 0; r < depth; r++)
+        for (int64_t j = 0; j < ldw; j++) allocated[r * ldw + j] = j < f ? w[r * f + j] : 0.f;
+      p.w = allocated;
+      p.ldw = ldw;
+    }
+    if (p.threads > rows) p.threads = rows;
+  }
   if (p.threads > 1 && parallel != NULL && number != NULL)
     parallel(run_conv_thread, &p, (unsigned)p.threads, 0);
   else
     conv_part(&p, 0, 1);
-  free(packed);
+  free(allocated);
 }
