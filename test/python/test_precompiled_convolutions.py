@@ -82,7 +82,7 @@ CASES = [
     # padding wider than the input: whole rows and columns of zeros
     ((1, 3, 2, 4), (3, 3, 4, 8), (1, 1), ((3, 3), (4, 4)), (1, 1)),
     # no input channel: zeros
-    ((1, 5, 5, 0), (3, 3, 0, 16), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    ((1, 5, 30, 0), (3, 3, 0, 16), (1, 1), ((1, 1), (1, 1)), (1, 1)),
 ]
 
 
