@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import shlo
 from shlo._mlir_compat import ir, new_context
-from shlo.backends.cpu import precompiled
+from shlo.backends.cpu import precompiled, runtime
 from shlo.backends.cpu.lowering import lower_to_llvm
 from shlo.backends.cpu.pipeline import CpuPipeline
 
@@ -140,3 +145,31 @@ def test_threads_change_no_bit(shape) -> None:
         np.testing.assert_array_equal(
             shlo.compile(source, threads=threads, isolate=False)(*args), one
         )
+
+
+def test_llvm_code_run_by_the_jit_finds_the_kernel() -> None:
+    # The conformance runner's path: LLVM-dialect bytecode compiled in this process.
+    shape = ((1, 9, 30, 8), (3, 3, 8, 16), (1, 1), ((1, 1), (1, 1)), (1, 1))
+    args = inputs(*shape[:2], seed=4)
+    lowered = lower_to_llvm(conv_source(*shape), "main", None, CpuPipeline(threads=2))
+    assert b"shlo_conv2d_f32" in lowered.llvm_bytecode
+    function = runtime.LoadedFunction(
+        lowered.llvm_bytecode, lowered.input_types, lowered.result_types
+    )
+    np.testing.assert_allclose(
+        function(list(args))[0], reference(*args, *shape[2:]), rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="no nm")
+def test_code_compiled_ahead_of_time_carries_the_kernel(tmp_path) -> None:
+    output = tmp_path / "program.o"
+    source = tmp_path / "program.mlir"
+    source.write_text(conv_source((1, 6, 6, 4), (3, 3, 4, 8), padding=((1, 1), (1, 1))))
+    shlo_compile = Path(sys.executable).parent / "shlo-compile"
+    subprocess.run(
+        [str(shlo_compile), str(source), "--emit", "object", "-o", str(output)], check=True
+    )
+    symbols = subprocess.run(["nm", str(output)], capture_output=True, text=True, check=True)
+    kinds = {line.split()[-1]: line.split()[-2] for line in symbols.stdout.splitlines()}
+    assert kinds["shlo_conv2d_f32"] == "W"  # defined, weak
