@@ -1,4 +1,4 @@
-"""shlo-mark-precompiled-kernels: f32 matmuls and 2-D convolutions become placeholders for precompiled kernels.
+"""shlo-mark-precompiled-kernels: f32 matmuls and convolutions become placeholders for precompiled kernels.
 
 Ours: the first half of ``shlo-call-precompiled-kernels`` (whose docstring
 has the design). Each op that a kernel of ``shlo/backends/cpu/kernels``
@@ -11,8 +11,10 @@ codegen recipes and fusion leave the opaque call alone.
   with their sizes and strides: a transpose that only the matmul reads is
   read through permuted strides instead.
 - ``linalg.conv_2d_nhwc_hwcf`` calls ``shlo_conv2d_f32`` with its sizes,
-  strides and dilations. A ``tensor.pad`` with zeros that only the
-  convolution reads is the kernel's padding: it reads the unpadded input.
+  strides and dilations, and so does ``linalg.conv_1d_nwc_wcf``, as a 2-D
+  convolution of height 1 (the same layout in memory). A ``tensor.pad`` with
+  zeros that only the convolution reads is the kernel's padding: it reads
+  the unpadded input.
 
   %e = tensor.empty() : tensor<4x8xf32>
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -42,7 +44,9 @@ from shlo.passes.cpu.call_precompiled_kernels import (
 MATMUL_KERNEL = "shlo_matmul_f32"
 CONV2D_KERNEL = "shlo_conv2d_f32"
 MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+CONV1D = "linalg.conv_1d_nwc_wcf"
 CONV2D = "linalg.conv_2d_nhwc_hwcf"
+CONVOLUTIONS = (CONV1D, CONV2D)
 
 
 def _is_f32(value: ir.Value) -> bool:
@@ -137,15 +141,15 @@ def _mark_matmul(module: ir.Operation, op: ir.Operation, index: int) -> None:
         erase_with_unused_inits(dead)
 
 
-def _zero_padding(conv: ir.Operation) -> tuple[ir.Operation, int, int] | None:
-    """The ``tensor.pad`` of the convolution's input with zeros of height and width only
-    that only the convolution reads, with its top and left padding, if it is one."""
+def _zero_padding(conv: ir.Operation) -> tuple[ir.Operation, list[int]] | None:
+    """The ``tensor.pad`` of the convolution's input with zeros of its spatial dimensions
+    only, that only the convolution reads, with its padding before each, if it is one."""
     pad = _only_reader(conv.operands[0], conv)
     if pad is None or pad.name != "tensor.pad" or len(pad.operands) != 1:
         return None
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    if low[0] or low[3] or high[0] or high[3]:
+    if low[0] or low[-1] or high[0] or high[-1]:  # the batch and the channels
         return None
     body = pad.regions[0].blocks[0]
     yielded = list(body.operations)[-1].operands[0]
@@ -153,20 +157,25 @@ def _zero_padding(conv: ir.Operation) -> tuple[ir.Operation, int, int] | None:
     # only the sign of zero products, and its sums start from +0.0 (+0.0 + -0.0 is +0.0).
     if not _zero(yielded, False):
         return None
-    return pad, low[1], low[2]
+    return pad, low[1:-1]
 
 
-def _mark_conv2d(module: ir.Operation, op: ir.Operation, index: int) -> None:
+def _mark_convolution(module: ir.Operation, op: ir.Operation, index: int) -> None:
+    """A 2-D convolution, or a 1-D one as a 2-D one of height 1."""
     fill = defining_op(op.operands[2])
     padding = _zero_padding(op)
-    pad, top, left = padding if padding is not None else (None, 0, 0)
-    source = pad.operands[0] if pad is not None else op.operands[0]
-    n, h, w, c = static_shape(source)
-    kh, kw, _, f = static_shape(op.operands[1])
-    _, oh, ow, _ = static_shape(op.results[0])
     strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
     dilations = list(ir.DenseIntElementsAttr(op.attributes["dilations"]))
-    scalars = [n, h, w, c, kh, kw, f, oh, ow, top, left, *strides, *dilations]
+    pad, before = padding if padding is not None else (None, [0] * len(strides))
+    source = pad.operands[0] if pad is not None else op.operands[0]
+    x, w, y = (static_shape(v) for v in (source, op.operands[1], op.results[0]))
+    if op.name == CONV1D:
+        x, w, y = [x[0], 1, *x[1:]], [1, *w], [y[0], 1, *y[1:]]
+        before, strides, dilations = [0, *before], [1, *strides], [1, *dilations]
+    n, h, width, c = x
+    kh, kw, _, f = w
+    _, oh, ow, _ = y
+    scalars = [n, h, width, c, kh, kw, f, oh, ow, *before, *strides, *dilations]
     replace_with_placeholder(module, op, CONV2D_KERNEL, [source, op.operands[1]], scalars, index)
     erase_with_unused_inits(fill)
     if pad is not None:
@@ -177,19 +186,19 @@ def _eligible(op: ir.Operation) -> bool:
     """An op a kernel computes as the op does."""
     if not _all_static_f32(op) or len(op.operands) != 3 or _zero_fill(op.operands[2]) is None:
         return False
-    return op.name == CONV2D or has_default_matmul_maps(op)
+    return op.name in CONVOLUTIONS or has_default_matmul_maps(op)
 
 
 @dataclass(frozen=True)
 class MarkPrecompiledKernelsPass(Pass):
-    """Replace f32 (batch) matmuls and 2-D convolutions by calls of opaque placeholders."""
+    """Replace f32 (batch) matmuls and 1-D and 2-D convolutions by calls of opaque placeholders."""
 
     argument: ClassVar[str] = "shlo-mark-precompiled-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        ops = [op for op in ops_named(module, *MATMULS, CONV2D) if _eligible(op)]
+        ops = [op for op in ops_named(module, *MATMULS, *CONVOLUTIONS) if _eligible(op)]
         for index, op in enumerate(ops):
-            if op.name == CONV2D:
-                _mark_conv2d(module, op, index)
+            if op.name in CONVOLUTIONS:
+                _mark_convolution(module, op, index)
             else:
                 _mark_matmul(module, op, index)

@@ -146,3 +146,26 @@ func.func @main(%x: tensor<1x6x5x3xf32>, %w: tensor<3x2x3x4xf32>) -> tensor<1x6x
       ins(%padded, %w : tensor<1x8x8x3xf32>, tensor<3x2x3x4xf32>) outs(%f : tensor<1x6x4x4xf32>) -> tensor<1x6x4x4xf32>
   return %c : tensor<1x6x4x4xf32>
 }
+
+// -----
+
+// A 1-D convolution without padding is a 2-D one of height 1: n 2, h 1,
+// w 9, c 3; kh 1, kw 2, f 4; oh 1, ow 3; top 0, left 0; strides 1, 3;
+// dilations 1, 2; threads 2.
+// CHECK-LABEL: func.func @main
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C2:.+]] = arith.constant 2 : i64
+// CHECK-DAG: %[[C3:.+]] = arith.constant 3 : i64
+// CHECK-DAG: %[[C4:.+]] = arith.constant 4 : i64
+// CHECK-DAG: %[[C9:.+]] = arith.constant 9 : i64
+// CHECK: call @shlo_conv2d_f32(%{{.+}}, %{{.+}}, %{{.+}}, %[[C2]], %[[C1]], %[[C9]], %[[C3]], %[[C1]], %[[C2]], %[[C4]], %[[C1]], %[[C3]], %[[C0]], %[[C0]], %[[C1]], %[[C3]], %[[C1]], %[[C2]], %[[C2]])
+// CHECK: bufferization.to_tensor %{{.+}} restrict writable : memref<2x3x4xf32> to tensor<2x3x4xf32>
+func.func @main(%x: tensor<2x9x3xf32>, %w: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %c = linalg.conv_1d_nwc_wcf {dilations = dense<2> : tensor<1xi64>, strides = dense<3> : tensor<1xi64>}
+      ins(%x, %w : tensor<2x9x3xf32>, tensor<2x3x4xf32>) outs(%f : tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %c : tensor<2x3x4xf32>
+}

@@ -173,3 +173,36 @@ def test_code_compiled_ahead_of_time_carries_the_kernel(tmp_path) -> None:
     symbols = subprocess.run(["nm", str(output)], capture_output=True, text=True, check=True)
     kinds = {line.split()[-1]: line.split()[-2] for line in symbols.stdout.splitlines()}
     assert kinds["shlo_conv2d_f32"] == "W"  # defined, weak
+
+
+def conv1d_source(x, w, stride: int, padding: tuple[int, int], dilation: int) -> str:
+    """A StableHLO NWC x WIO -> NWC convolution, as jax exports one."""
+    span = (w[0] - 1) * dilation + 1
+    out = (x[0], (x[1] + sum(padding) - span) // stride + 1, w[2])
+    return (
+        f"func.func @main(%x: {_tensor(x)}, %w: {_tensor(w)}) -> {_tensor(out)} {{\n"
+        f"  %r = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], "
+        f"window = {{stride = [{stride}], pad = [[{padding[0]}, {padding[1]}]], "
+        f"rhs_dilate = [{dilation}]}} {{batch_group_count = 1 : i64, "
+        f"feature_group_count = 1 : i64}} : ({_tensor(x)}, {_tensor(w)}) -> {_tensor(out)}\n"
+        f"  return %r : {_tensor(out)}\n}}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "stride", "padding", "dilation"),
+    [
+        ((4, 50, 16), (3, 16, 32), 2, (1, 2), 1),  # windows
+        ((2, 70, 24), (5, 24, 40), 1, (2, 2), 2),  # direct: 66 columns
+    ],
+)
+def test_1d_convolutions_are_2d_ones_of_height_1(x, w, stride, padding, dilation) -> None:
+    args = inputs(x, w, seed=5)
+    source = conv1d_source(x, w, stride, padding, dilation)
+    lowered = lower_to_llvm(source, "main", None, CpuPipeline(threads=2))
+    assert b"shlo_conv2d_f32" in lowered.llvm_bytecode
+    got = shlo.compile(source, threads=2, isolate=False)(*args)
+    want = reference(
+        args[0][:, None], args[1][None], (1, stride), ((0, 0), padding), (1, dilation)
+    )[:, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
