@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, bufferization, ir, memref
-from shlo.ir_utils import defining_op, ops_named, static_shape, string_value
+from shlo.ir_utils import callee_name, defining_op, ops_named, static_shape, string_value
 from shlo.pass_framework import Pass
 
 PLACEHOLDER = "shlo_precompiled_"
@@ -168,10 +168,6 @@ def _expand(module: ir.Operation, call: ir.Operation, threads: int) -> None:
     call.erase()
 
 
-def _callee(op: ir.Operation) -> str:
-    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-
-
 @dataclass(frozen=True)
 class CallPrecompiledKernelsPass(Pass):
     """Expand the placeholders into calls of the precompiled kernels, before bufferization."""
@@ -181,7 +177,9 @@ class CallPrecompiledKernelsPass(Pass):
     threads: int = 1
 
     def run(self, module: ir.Operation) -> None:
-        calls = [op for op in ops_named(module, "func.call") if _callee(op).startswith(PLACEHOLDER)]
+        calls = [
+            op for op in ops_named(module, "func.call") if callee_name(op).startswith(PLACEHOLDER)
+        ]
         for call in calls:
             _expand(module, call, self.threads)
         for op in list(module.regions[0].blocks[0].operations):

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import defining_op
+from shlo.ir_utils import callee_name, defining_op
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.outline_kernels import defined_functions, init_chain, outline
 
@@ -117,9 +117,7 @@ class OutlineTensorKernelsPass(Pass):
             if repeats[signature] > 1:
                 ops = [*_moved_in(op), op]
                 call = outline(module, ops, f"{PREFIX}{len(kernels)}", kernels)
-                calls.setdefault(ir.FlatSymbolRefAttr(call.attributes["callee"]).value, []).append(
-                    call
-                )
+                calls.setdefault(callee_name(call), []).append(call)
         symbols = ir.SymbolTable(module)
         for name, uses in calls.items():
             if len(uses) == 1:

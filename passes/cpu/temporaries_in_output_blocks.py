@@ -49,6 +49,7 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import (
     block_of_rows,
+    callee_name,
     constant_index,
     defining_op,
     is_private,
@@ -202,7 +203,7 @@ def _only_view_of_its_buffer(output: ir.Operation, body: ir.Block) -> bool:
 def _calls_by_callee(module: ir.Operation) -> dict[str, list[ir.Operation]]:
     calls: dict[str, list[ir.Operation]] = {}
     for call in ops_named(module, "func.call"):
-        calls.setdefault(ir.FlatSymbolRefAttr(call.attributes["callee"]).value, []).append(call)
+        calls.setdefault(callee_name(call), []).append(call)
     return calls
 
 

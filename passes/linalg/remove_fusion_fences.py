@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named, string_value
+from shlo.ir_utils import callee_name, ops_named, string_value
 from shlo.pass_framework import Pass
 from shlo.passes.linalg.fuse_elementwise_trees import FENCE_PREFIX
 
@@ -39,7 +39,7 @@ class RemoveFusionFencesPass(Pass):
     def run(self, module: ir.Operation) -> None:
         for op in ops_named(module, "func.call", "func.func"):
             if op.name == "func.call":
-                symbol = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                symbol = callee_name(op)
             else:
                 symbol = string_value(op.attributes["sym_name"])
             if _is_fence(symbol):

@@ -45,7 +45,7 @@ from shlo.backends.cpu.runtime import LoadedFunction
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import defining_op, string_value
+from shlo.ir_utils import callee_name, defining_op, string_value
 from shlo.pass_framework import split_top_level
 from shlo.pipeline import run_pipeline
 
@@ -306,7 +306,7 @@ def _callee(op: ir.Operation) -> ir.Operation | None:
     """The function a ``func.call`` in a module calls."""
     if op.name != "func.call":
         return None
-    name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    name = callee_name(op)
     module = op.parent.parent
     for candidate in module.regions[0].blocks[0].operations:
         if (
@@ -445,9 +445,7 @@ def inputs_as_arguments(function: ir.Operation) -> list[np.ndarray]:
         return []
     sources: list[tuple[ir.Value, np.ndarray]] = []
     calls = [op for op in block.operations if op.name == "func.call"]
-    input_calls = [
-        op for op in calls if ir.FlatSymbolRefAttr(op.attributes["callee"]).value == "inputs"
-    ]
+    input_calls = [op for op in calls if callee_name(op) == "inputs"]
     candidates = (
         [result for op in input_calls for result in op.results]
         if input_calls

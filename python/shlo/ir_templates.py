@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from shlo._mlir_compat import ir
-from shlo.ir_utils import ops_named, string_value
+from shlo.ir_utils import callee_name, ops_named, string_value
 
 TEMPLATE = "template"
 
@@ -29,10 +29,6 @@ def signless_element(element: ir.Type) -> ir.Type:
     if isinstance(element, ir.IntegerType) and not element.is_signless:
         return ir.IntegerType.get_signless(element.width)
     return element
-
-
-def _symbol(op: ir.Operation) -> str:
-    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
 
 
 def _move_before(ops: Sequence[ir.Operation], anchor: ir.Operation) -> None:
@@ -71,12 +67,14 @@ def replace_with_template(
     block = template.regions[0].blocks[0]
     for argument, value in zip(block.arguments, op.operands):
         argument.replace_all_uses_with(value)
-    calls = [call for call in ops_named(template, "func.call") if _symbol(call) in (regions or {})]
+    calls = [
+        call for call in ops_named(template, "func.call") if callee_name(call) in (regions or {})
+    ]
     ops = [body_op.operation for body_op in block.operations]
     terminator = ops[-1]
     _move_before(ops[:-1], op)
     for call in calls:
-        inline_region((regions or {})[_symbol(call)], call)
+        inline_region((regions or {})[callee_name(call)], call)
     for result, value in zip(op.results, terminator.operands):
         result.replace_all_uses_with(value)
     terminator.erase()

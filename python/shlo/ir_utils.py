@@ -489,6 +489,11 @@ def string_value(attribute: ir.Attribute) -> str:
     return ir.StringAttr(attribute).value_bytes.decode(errors="replace")
 
 
+def callee_name(call: ir.Operation) -> str:
+    """The name of the function a ``func.call`` calls."""
+    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+
+
 def is_private(function: ir.Operation) -> bool:
     """Whether a ``func.func`` is private: only calls in its module reach it."""
     if "sym_visibility" not in function.attributes:
