@@ -34,7 +34,14 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import ir
-from shlo.ir_utils import copy_parts, defining_op, has_default_matmul_maps, ops_named, static_shape
+from shlo.ir_utils import (
+    constant_float,
+    copy_parts,
+    defining_op,
+    has_default_matmul_maps,
+    ops_named,
+    static_shape,
+)
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.call_precompiled_kernels import (
     erase_with_unused_inits,
@@ -55,14 +62,12 @@ def _is_f32(value: ir.Value) -> bool:
 
 def _zero(value: ir.Value, positive: bool) -> bool:
     """Whether ``value`` is an f32 constant zero (+0.0 only, when ``positive``)."""
-    constant = defining_op(value)
-    if constant is None or constant.name != "arith.constant":
-        return False
-    attribute = constant.attributes["value"]
-    if not isinstance(attribute, ir.FloatAttr) or not isinstance(attribute.type, ir.F32Type):
-        return False
-    value = ir.FloatAttr(attribute).value
-    return value == 0.0 and (not positive or math.copysign(1.0, value) > 0)
+    number = constant_float(value)
+    return (
+        isinstance(value.type, ir.F32Type)
+        and number == 0.0
+        and (not positive or math.copysign(1.0, number) > 0)
+    )
 
 
 def _zero_fill(value: ir.Value) -> ir.Operation | None:
