@@ -1,11 +1,8 @@
-"""f32 2-D convolutions as calls of the kernel built once per machine (shlo_conv2d_f32)."""
+"""f32 1-D and 2-D convolutions as calls of the kernel built once per machine (shlo_conv2d_f32)."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +11,7 @@ from shlo._mlir_compat import ir, new_context
 from shlo.backends.cpu import precompiled, runtime
 from shlo.backends.cpu.lowering import lower_to_llvm
 from shlo.backends.cpu.pipeline import CpuPipeline
+from test_precompiled_matmuls import object_symbol_kinds
 
 pytestmark = pytest.mark.skipif(not precompiled.enabled(), reason="no C compiler")
 
@@ -163,15 +161,8 @@ def test_llvm_code_run_by_the_jit_finds_the_kernel() -> None:
 
 @pytest.mark.skipif(shutil.which("nm") is None, reason="no nm")
 def test_code_compiled_ahead_of_time_carries_the_kernel(tmp_path) -> None:
-    output = tmp_path / "program.o"
-    source = tmp_path / "program.mlir"
-    source.write_text(conv_source((1, 6, 6, 4), (3, 3, 4, 8), padding=((1, 1), (1, 1))))
-    shlo_compile = Path(sys.executable).parent / "shlo-compile"
-    subprocess.run(
-        [str(shlo_compile), str(source), "--emit", "object", "-o", str(output)], check=True
-    )
-    symbols = subprocess.run(["nm", str(output)], capture_output=True, text=True, check=True)
-    kinds = {line.split()[-1]: line.split()[-2] for line in symbols.stdout.splitlines()}
+    program = conv_source((1, 6, 6, 4), (3, 3, 4, 8), padding=((1, 1), (1, 1)))
+    kinds = object_symbol_kinds(tmp_path, program)
     assert kinds["shlo_conv2d_f32"] == "W"  # defined, weak
 
 

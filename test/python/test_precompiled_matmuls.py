@@ -153,17 +153,23 @@ def test_llvm_code_run_by_the_jit_finds_the_kernel() -> None:
     np.testing.assert_allclose(function(args)[0], want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.skipif(shutil.which("nm") is None, reason="no nm")
-def test_code_compiled_ahead_of_time_carries_the_kernel(tmp_path) -> None:
+def object_symbol_kinds(tmp_path: Path, program: str) -> dict[str, str]:
+    """Each symbol of the object ``shlo-compile --emit object`` makes of ``program``, with
+    its kind as ``nm`` prints it."""
     output = tmp_path / "program.o"
     source = tmp_path / "program.mlir"
-    source.write_text(dot_source((16, 8), (8, 32)))
+    source.write_text(program)
     shlo_compile = Path(sys.executable).parent / "shlo-compile"
     subprocess.run(
         [str(shlo_compile), str(source), "--emit", "object", "-o", str(output)], check=True
     )
     symbols = subprocess.run(["nm", str(output)], capture_output=True, text=True, check=True)
-    kinds = {line.split()[-1]: line.split()[-2] for line in symbols.stdout.splitlines()}
+    return {line.split()[-1]: line.split()[-2] for line in symbols.stdout.splitlines()}
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="no nm")
+def test_code_compiled_ahead_of_time_carries_the_kernel(tmp_path) -> None:
+    kinds = object_symbol_kinds(tmp_path, dot_source((16, 8), (8, 32)))
     assert kinds["shlo_matmul_f32"] == "W"  # defined, weak
 
 
