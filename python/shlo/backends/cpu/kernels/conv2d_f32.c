@@ -229,7 +229,7 @@ static void conv_part(const Conv *p, int64_t part, int64_t parts) {
   int64_t span = read_width(p) * p->c;
   float *scratch = malloc(sizeof(float) * (p->kh + 1) * (span > 0 ? span : 1));
   if (scratch == NULL) {
-    /* Whole rows at the ends of the share are whole positions too. */
+    /* Each tile is a run of positions of one row. */
     for (int64_t unit = first; unit < last; unit++) {
       int64_t row = unit / tiles_per_row(p), ow0 = unit % tiles_per_row(p) * CONV_MR;
       int64_t end = ow0 + CONV_MR < p->ow ? ow0 + CONV_MR : p->ow;
@@ -253,12 +253,9 @@ KERNEL void shlo_conv2d_f32(const float *x, const float *w, float *y, int64_t n,
                             int64_t width, int64_t c, int64_t kh, int64_t kw, int64_t f,
                             int64_t oh, int64_t ow, int64_t pad_top, int64_t pad_left,
                             int64_t sh, int64_t sw, int64_t dh, int64_t dw, int64_t threads) {
-  ParallelEntry parallel = parallel_entry;
-  ThreadNumber number = thread_number;
-  if (parallel == NULL || number == NULL) {
-    parallel = GOMP_parallel;
-    number = omp_get_thread_num;
-  }
+  ParallelEntry parallel;
+  ThreadNumber number;
+  openmp_entries(&parallel, &number);
   Conv p = {x, w, y, n, h, width, c, kh, kw, f, oh, ow, pad_top, pad_left, sh, sw, dh, dw,
             NULL, threads, number, DIRECT, NULL};
   if (positions(&p) * f == 0) return;

@@ -39,6 +39,16 @@ void shlo_kernels_use_openmp(ParallelEntry parallel, ThreadNumber number) {
 
 void *shlo_kernels_parallel_entry(void) { return (void *)parallel_entry; }
 
+/* The entry points a kernel's threads start with: the host's, else the program's own. */
+static void openmp_entries(ParallelEntry *parallel, ThreadNumber *number) {
+  *parallel = parallel_entry;
+  *number = thread_number;
+  if (*parallel == NULL || *number == NULL) {
+    *parallel = GOMP_parallel;
+    *number = omp_get_thread_num;
+  }
+}
+
 typedef struct {
   const float *a, *b;
   float *c;
@@ -348,12 +358,9 @@ static void run_thread(void *data) {
 KERNEL void shlo_matmul_f32(const float *a, const float *b, float *c, int64_t batch, int64_t m,
                      int64_t n, int64_t k, int64_t a_batch, int64_t a_row, int64_t a_col,
                      int64_t b_batch, int64_t b_row, int64_t b_col, int64_t threads) {
-  ParallelEntry parallel = parallel_entry;
-  ThreadNumber number = thread_number;
-  if (parallel == NULL || number == NULL) {
-    parallel = GOMP_parallel;
-    number = omp_get_thread_num;
-  }
+  ParallelEntry parallel;
+  ThreadNumber number;
+  openmp_entries(&parallel, &number);
   Problem p = {a, b, c, batch, m, n, k, a_batch, a_row, a_col, b_batch, b_row, b_col, threads,
                number};
   /* A thread needs at least a register tile's rows, columns or a batch of its own, and
