@@ -254,7 +254,8 @@ def _move_into(temporary: ir.Operation, output: ir.Operation) -> None:
     temporary.erase()
 
 
-def _rewrite_step(body: ir.Block, calls: dict[str, list[ir.Operation]]) -> None:
+def _rewrite_step(body: ir.Block, calls: dict[str, list[ir.Operation]]) -> bool:
+    """Move one temporary into its output block; whether there was one to move."""
     top = [op.operation for op in body.operations]
     position = {op: index for index, op in enumerate(top)}
     temporaries = [op for op in top if _temporary(op)]
@@ -287,8 +288,8 @@ def _rewrite_step(body: ir.Block, calls: dict[str, list[ir.Operation]]) -> None:
             if position[output] > position[temporary]:
                 output.move_before(temporary)
             _move_into(temporary, output)
-            temporaries.remove(temporary)
-            break
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -301,4 +302,6 @@ class TemporariesInOutputBlocksPass(Pass):
         # The rewrite moves ops within loops: calls stay where they are.
         calls = _calls_by_callee(module)
         for forall in ops_named(module, "scf.forall"):
-            _rewrite_step(forall.regions[0].blocks[0], calls)
+            # Once per move: a move erases ops that the step's positions held.
+            while _rewrite_step(forall.regions[0].blocks[0], calls):
+                pass

@@ -403,3 +403,73 @@ func.func @read_after(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %m: memref<5
   }
   return
 }
+
+// -----
+
+// A step with another temporary before the one that moves (x * s, read by
+// the exp): the move erased an op that the pass then compared the other
+// with (an internal error on softmax(x / 8) over [8192, 64]).
+// CHECK-LABEL: func @second_temporary_moves
+// CHECK-SAME: (%[[X:.+]]: memref<10x64xf32>, %[[Y:.+]]: memref<10x64xf32>
+// CHECK: scf.forall
+// CHECK: %[[SCALED:.+]] = memref.alloc() {{.*}} : memref<2x64xf32>
+// CHECK: arith.mulf
+// CHECK: memref.subview %[[SCALED]]
+// CHECK-NOT: memref.alloc
+// CHECK: %[[OUT:.+]] = memref.subview %[[Y]]
+// CHECK: memref.subview %[[SCALED]]
+// CHECK: math.exp
+// CHECK: memref.subview %[[OUT]]
+// CHECK: memref.subview %[[OUT]]
+// CHECK: arith.divf
+// CHECK: memref.subview %[[OUT]]
+// CHECK: memref.dealloc %[[SCALED]]
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+func.func @second_temporary_moves(%x: memref<10x64xf32>, %y: memref<10x64xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %p = ub.poison : f32
+  scf.forall (%i) in (5) {
+    %row = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)
+    %block = memref.subview %x[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    %m = memref.alloc() {alignment = 64 : i64} : memref<2x64xf32>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %block[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %sv = vector.broadcast %s : f32 to vector<16xf32>
+        %z = arith.mulf %a, %sv : vector<16xf32>
+        %w = memref.subview %m[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %z, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    %t = memref.alloc() {alignment = 64 : i64} : memref<2x64xf32>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %m[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %e = math.exp %a : vector<16xf32>
+        %w = memref.subview %t[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %e, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    %out = memref.subview %y[%row, 0] [2, 64] [1, 1] : memref<10x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+    scf.for %r = %c0 to %c2 step %c1 {
+      scf.for %c = %c0 to %c64 step %c16 {
+        %v = memref.subview %t[%r, %c] [1, 16] [1, 1] : memref<2x64xf32> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        %a = vector.transfer_read %v[%c0, %c0], %p {in_bounds = [true]} : memref<1x16xf32, strided<[64, 1], offset: ?>>, vector<16xf32>
+        %sv = vector.broadcast %s : f32 to vector<16xf32>
+        %q = arith.divf %a, %sv : vector<16xf32>
+        %w = memref.subview %out[%r, %c] [1, 16] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>> to memref<1x16xf32, strided<[64, 1], offset: ?>>
+        vector.transfer_write %q, %w[%c0, %c0] {in_bounds = [true]} : vector<16xf32>, memref<1x16xf32, strided<[64, 1], offset: ?>>
+      }
+    }
+    memref.dealloc %m : memref<2x64xf32>
+    memref.dealloc %t : memref<2x64xf32>
+  }
+  return
+}
