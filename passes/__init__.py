@@ -35,6 +35,7 @@ _PASS_CLASSES = {
     "shlo-flush-denormals": "cpu.flush_denormals:FlushDenormalsPass",
     "shlo-forward-scalar-buffers": "linalg.forward_scalar_buffers:ForwardScalarBuffersPass",
     "shlo-mark-precompiled-kernels": "cpu.mark_precompiled_kernels:MarkPrecompiledKernelsPass",
+    "shlo-mark-precompiled-row-kernels": "cpu.mark_precompiled_row_kernels:MarkPrecompiledRowKernelsPass",
     "shlo-scalar-loop-state": "linalg.scalar_loop_state:ScalarLoopStatePass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",

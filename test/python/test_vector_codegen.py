@@ -2,7 +2,9 @@
 
 Sizes straddle the vector tile (64 f32 lanes, 32 f64), so full tiles, peeled
 remainders and ops smaller than one tile all run; threads split the
-outermost parallel loop, including uneven splits.
+outermost parallel loop, including uneven splits. The generated code is
+what is tested, so the pipelines here call no precompiled kernel (a plain
+softmax or row sum would call one: test_precompiled_row_kernels.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from shlo.pipeline import run_pipeline
 
 def compiled(function, *args, threads: int = 1):
     text = export.export(jax.jit(function))(*args).mlir_module()
-    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads)
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads, precompiled_kernels=False)
     return shlo.compile(text, pipeline=pipeline, isolate=False)
 
 
@@ -31,7 +33,8 @@ def tensor_codegen_module(function, *args, threads: int = 1, through: str | None
     """The module after the tensor-codegen stage, or after its pass ``through``."""
     text = export.export(jax.jit(function))(*args).mlir_module()
     module = shlo.load_module(text)
-    elements = CpuPipeline(strategy=VECTORIZED, threads=threads).elements("tensor-codegen")
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads, precompiled_kernels=False)
+    elements = pipeline.elements("tensor-codegen")
     if through is not None:
         elements = elements[: next(i for i, e in enumerate(elements) if e.startswith(through)) + 1]
     run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *elements])
@@ -303,7 +306,8 @@ def loop_ir(function, *args, element: str, including: bool, threads: int = 1) ->
     """The module after the CPU pipeline's elements up to ``element`` (or through it)."""
     text = export.export(jax.jit(function))(*args).mlir_module()
     module = shlo.load_module(text)
-    elements = CpuPipeline(strategy=VECTORIZED, threads=threads).elements()
+    pipeline = CpuPipeline(strategy=VECTORIZED, threads=threads, precompiled_kernels=False)
+    elements = pipeline.elements()
     upto = elements[: elements.index(element) + including]
     run_pipeline(module, [*FRONTEND, "shlo-remove-dynamism", *upto])
     return str(module)

@@ -1,9 +1,10 @@
 """Kernels written in C (``kernels/*.c``), built once per machine and called by generated code.
 
 XLA calls Eigen, compiled with XLA itself, for its matrix products and
-convolutions; shlo's equivalents are built on first use by the system's C
-compiler, for this machine's CPU (``-march=native``), and kept like shlo's
-other C helpers (``shlo.c_build.build_once``). ``shlo-call-precompiled-kernels``
+convolutions, and YNNPACK for reductions and softmax; shlo's equivalents are
+built on first use by the system's C compiler, for this machine's CPU
+(``-march=native``), and kept like shlo's other C helpers
+(``shlo.c_build.build_once``). ``shlo-call-precompiled-kernels``
 makes programs call them, and they need a C compiler anyway: their object
 code is loaded by it, or by ``object_loader``, which resolves the calls here.
 
@@ -23,11 +24,14 @@ from shlo.c_build import build_once
 
 MATMUL = "shlo_matmul_f32"
 CONV2D = "shlo_conv2d_f32"
-SYMBOLS = (MATMUL, CONV2D)
-# One translation unit, in this order: the convolutions use the matmuls' thread entry
-# points and vector types.
+REDUCE = "shlo_reduce_f32"
+SOFTMAX = "shlo_softmax_f32"
+SYMBOLS = (MATMUL, CONV2D, REDUCE, SOFTMAX)
+# One translation unit, in this order: the convolutions and the row kernels use the
+# matmuls' thread entry points and vector types.
 _SOURCES = tuple(
-    Path(__file__).with_name("kernels") / name for name in ("matmul_f32.c", "conv2d_f32.c")
+    Path(__file__).with_name("kernels") / name
+    for name in ("matmul_f32.c", "conv2d_f32.c", "rows_f32.c")
 )
 _FLAGS = ["-O3", "-march=native", "-fPIC"]
 

@@ -1,0 +1,467 @@
+/* Row-wise f32 work for shlo's CPU code: reductions and softmax. Compiled with the
+ * matrix products (matmul_f32.c, whose thread entry points, vector types and KERNEL
+ * this uses) and called by the code of every program with such an op
+ * (shlo-mark-precompiled-row-kernels), which so leaves LLVM nothing to generate for
+ * it: XLA calls a library (YNNPACK) for the same ops.
+ *
+ * Each result is computed by one thread, in an order that does not depend on the
+ * thread count. Nothing here may contract a product and a sum into one FMA that the
+ * op rounds twice: exp is shlo-approximate-math's, step for step, so its bits are
+ * the generated code's, and a scaled input is rounded before it is used. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+
+enum { LANES = 16 };
+enum { SUM = 0, MAXIMUM = 1, MINIMUM = 2 };             /* shlo_reduce_f32's kinds */
+enum { UNSCALED = 0, MULTIPLIED = 1, DIVIDED = 2 };      /* shlo_softmax_f32's inputs */
+
+static inline f32x16 load16(const float *p) { return *(const f32x16_unaligned *)p; }
+static inline void store16(float *p, f32x16 v) { *(f32x16_unaligned *)p = v; }
+/* v in every lane (v - +0.0 is v, -0.0 included; +0.0 + -0.0 would be +0.0). */
+static inline f32x16 splat(float v) { return v - (f32x16){0}; }
+
+/* Whether any lane of a comparison's mask is set. */
+static inline int any16(i32x16 mask) {
+#ifdef __AVX512F__
+  return _mm512_test_epi32_mask((__m512i)mask, (__m512i)mask) != 0;
+#else
+  int any = 0;
+  for (int l = 0; l < LANES; l++) any |= mask[l] != 0;
+  return any;
+#endif
+}
+static inline f32x16 select16(i32x16 mask, f32x16 yes, f32x16 no) {
+  return (f32x16)((mask & (i32x16)yes) | (~mask & (i32x16)no));
+}
+static inline float bits_to_float(int64_t bits) {
+  union { uint32_t u; float f; } value = {(uint32_t)bits};
+  return value.f;
+}
+
+static inline f32x16 fma16(f32x16 a, f32x16 b, f32x16 c) {
+#ifdef __AVX512F__
+  return (f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+  f32x16 r;
+  for (int l = 0; l < LANES; l++) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  return r;
+#endif
+}
+
+/* arith.maximumf and arith.minimumf: NaN if either is, and -0.0 below +0.0. */
+static inline __attribute__((always_inline)) f32x16 combine16(int kind, f32x16 a, f32x16 b) {
+  if (kind == SUM) return a + b;
+#ifdef __AVX512F__
+  /* vmaxps, then the zeros (both bits' and for max, or for min) and NaN (a + b) fixed. */
+  __m512 x = (__m512)a, y = (__m512)b;
+  __m512i r = (__m512i)(kind == MAXIMUM ? _mm512_max_ps(x, y) : _mm512_min_ps(x, y));
+  __mmask16 equal = _mm512_cmp_ps_mask(x, y, _CMP_EQ_OQ);
+  __m512i zeros = kind == MAXIMUM ? _mm512_and_epi32((__m512i)x, (__m512i)y)
+                                  : _mm512_or_epi32((__m512i)x, (__m512i)y);
+  r = _mm512_mask_mov_epi32(r, equal, zeros);
+  __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q);
+  return (f32x16)_mm512_mask_add_ps((__m512)r, nan, x, y);
+#else
+  i32x16 ia = (i32x16)a, ib = (i32x16)b;
+  i32x16 pick_a, zeros; /* +0.0 and -0.0: max takes the bits both have, min either's */
+  if (kind == MAXIMUM) {
+    pick_a = a > b;
+    zeros = ia & ib;
+  } else {
+    pick_a = a < b;
+    zeros = ia | ib;
+  }
+  i32x16 r = (pick_a & ia) | (~pick_a & ib);
+  i32x16 equal = a == b;
+  r = (equal & zeros) | (~equal & r);
+  return select16((a != a) | (b != b), a + b, (f32x16)r);
+#endif
+}
+
+static inline __attribute__((always_inline)) float combine1(int kind, float a, float b) {
+  if (kind == SUM) return a + b;
+  if (a != a || b != b) return a + b;
+  if (a == b) {
+    union { float f; uint32_t u; } x = {a}, y = {b};
+    x.u = kind == MAXIMUM ? x.u & y.u : x.u | y.u;
+    return x.f;
+  }
+  return (kind == MAXIMUM) == (a > b) ? a : b;
+}
+
+/* The value that leaves the others as they are: -0.0 for sums (+0.0 + -0.0 is +0.0). */
+static inline float identity(int kind) {
+  return kind == SUM ? -0.0f : kind == MAXIMUM ? -__builtin_inff() : __builtin_inff();
+}
+
+/* The lanes of v combined, in a tree of halves. */
+static inline __attribute__((always_inline)) float fold16(int kind, f32x16 v) {
+#ifdef __clang__
+  v = combine16(kind, v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = combine16(kind, v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = combine16(kind, v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = combine16(kind, v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+#else
+  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7}));
+  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11}));
+  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13}));
+  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}));
+#endif
+  return v[0];
+}
+
+/* init combined with every x[j]: in four vectors of partial results, or one for a row
+ * shorter than four. */
+static inline __attribute__((always_inline)) float reduce_row(int kind, const float *x,
+                                                              int64_t n, float init) {
+  f32x16 acc = splat(identity(kind));
+  int64_t j = 0;
+  if (n >= 4 * LANES) {
+    f32x16 more[3] = {acc, acc, acc};
+    for (; j + 4 * LANES <= n; j += 4 * LANES) {
+      acc = combine16(kind, acc, load16(x + j));
+      for (int a = 0; a < 3; a++) more[a] = combine16(kind, more[a], load16(x + j + (a + 1) * LANES));
+    }
+    acc = combine16(kind, combine16(kind, acc, more[0]), combine16(kind, more[1], more[2]));
+  }
+  for (; j + LANES <= n; j += LANES) acc = combine16(kind, acc, load16(x + j));
+  float total = fold16(kind, acc);
+  for (; j < n; j++) total = combine1(kind, total, x[j]);
+  return combine1(kind, init, total);
+}
+
+enum { COLUMN_VECTORS = 8 }; /* a block of columns: 128 results in registers */
+
+/* y[i] = init combined with x[r * inner + i] for r in order, for i in [start, end). */
+static inline __attribute__((always_inline)) void reduce_columns(
+    int kind, const float *x, float *y, int64_t reduced, int64_t inner, int64_t start,
+    int64_t end, float init) {
+  int64_t i = start;
+  for (; i + COLUMN_VECTORS * LANES <= end; i += COLUMN_VECTORS * LANES) {
+    f32x16 acc[COLUMN_VECTORS];
+    for (int a = 0; a < COLUMN_VECTORS; a++) acc[a] = splat(init);
+    for (int64_t r = 0; r < reduced; r++)
+      for (int a = 0; a < COLUMN_VECTORS; a++)
+        acc[a] = combine16(kind, acc[a], load16(x + r * inner + i + a * LANES));
+    for (int a = 0; a < COLUMN_VECTORS; a++) store16(y + i + a * LANES, acc[a]);
+  }
+  for (; i + LANES <= end; i += LANES) {
+    f32x16 acc = splat(init);
+    for (int64_t r = 0; r < reduced; r++) acc = combine16(kind, acc, load16(x + r * inner + i));
+    store16(y + i, acc);
+  }
+  for (; i < end; i++) {
+    float acc = init;
+    for (int64_t r = 0; r < reduced; r++) acc = combine1(kind, acc, x[r * inner + i]);
+    y[i] = acc;
+  }
+}
+
+typedef struct {
+  const float *x;
+  float *y;
+  int64_t outer, reduced, inner, kind;
+  float init;
+  int64_t threads;
+  ThreadNumber thread_number;
+} Reduction;
+
+/* The work is `outer` rows (inner == 1) or outer x blocks of columns, shared evenly. */
+static int64_t reduction_units(const Reduction *p) {
+  int64_t block = COLUMN_VECTORS * LANES;
+  return p->inner == 1 ? p->outer : p->outer * ((p->inner + block - 1) / block);
+}
+
+static inline __attribute__((always_inline)) void reduce_part_of(int kind, const Reduction *p,
+                                                                 int64_t part, int64_t parts) {
+  int64_t units = reduction_units(p);
+  int64_t first = units * part / parts, last = units * (part + 1) / parts;
+  if (p->inner == 1) {
+    for (int64_t o = first; o < last; o++)
+      p->y[o] = reduce_row(kind, p->x + o * p->reduced, p->reduced, p->init);
+    return;
+  }
+  int64_t block = COLUMN_VECTORS * LANES, blocks = (p->inner + block - 1) / block;
+  for (int64_t u = first; u < last; u++) {
+    int64_t o = u / blocks, start = u % blocks * block;
+    int64_t end = start + block < p->inner ? start + block : p->inner;
+    reduce_columns(kind, p->x + o * p->reduced * p->inner, p->y + o * p->inner, p->reduced,
+                   p->inner, start, end, p->init);
+  }
+}
+
+static void reduce_part(const Reduction *p, int64_t part, int64_t parts) {
+  switch (p->kind) {
+    case SUM: reduce_part_of(SUM, p, part, parts); break;
+    case MAXIMUM: reduce_part_of(MAXIMUM, p, part, parts); break;
+    default: reduce_part_of(MINIMUM, p, part, parts); break;
+  }
+}
+
+static void run_reduction_thread(void *data) {
+  const Reduction *p = data;
+  reduce_part(p, p->thread_number(), p->threads);
+}
+
+/* y[outer, inner] = init combined with x[outer, r, inner] over r (x dense): a sum,
+ * arith.maximumf or arith.minimumf (`kind`); `init_bits` is init's f32 bits. On up
+ * to `threads` threads. */
+KERNEL void shlo_reduce_f32(const float *x, float *y, int64_t outer, int64_t reduced,
+                            int64_t inner, int64_t kind, int64_t init_bits, int64_t threads) {
+  ParallelEntry parallel;
+  ThreadNumber number;
+  openmp_entries(&parallel, &number);
+  Reduction p = {x, y, outer, reduced, inner, kind, bits_to_float(init_bits), threads, number};
+  /* A thread needs 2^15 values of its own: entering a parallel region costs microseconds. */
+  int64_t units = reduction_units(&p), worth = outer * reduced * inner >> 15;
+  if (p.threads > units) p.threads = units;
+  if (p.threads > worth) p.threads = worth;
+  if (p.threads > 1 && parallel != NULL && number != NULL)
+    parallel(run_reduction_thread, &p, (unsigned)p.threads, 0);
+  else
+    reduce_part(&p, 0, 1);
+}
+
+/* exp as shlo-approximate-math computes it (passes/cpu/approximate_math.py), with its
+ * constants rounded to f32 as there: the same ops in the same order, so the same bits. */
+static const float EXPM1[] = {0.5f, 0.1666666716337204f, 0.04166647046804428f,
+                              0.008333193138241768f, 0.0013934571761637926f,
+                              0.0001995737402467057f};
+#define LOG2E ((float)1.4426950408889634)
+#define LN2_HI 0.693359375f
+#define LN2_LO -2.12194440e-4f
+#define MAGIC 12582912.0f
+#define MAGIC_BITS 0x4B400000
+
+static inline f32x16 pow2(i32x16 n) { return (f32x16)((n + 127) << 23); }
+
+/* r + r^2 EXPM1(r), by Horner's rule. */
+static inline f32x16 expm1_of_reduced(f32x16 r) {
+  f32x16 p = splat(EXPM1[5]);
+  for (int i = 4; i >= 0; i--) p = fma16(p, r, splat(EXPM1[i]));
+  return fma16(r * r, p, r);
+}
+
+/* x = n ln(2) + r, |r| <= ln(2) / 2: Cody-Waite reduction, n from the magic sum's bits. */
+static inline f32x16 reduce_by_ln2(f32x16 x, i32x16 *n) {
+  f32x16 t = fma16(x, splat(LOG2E), splat(MAGIC));
+  *n = (i32x16)t - MAGIC_BITS;
+  f32x16 minus_n = -(t - MAGIC);
+  return fma16(minus_n, splat(LN2_LO), fma16(minus_n, splat(LN2_HI), x));
+}
+
+/* exp(x) for any x: clamped to [-104, 89] (NaN stays NaN), then q 2^n in two normal
+ * factors, so a denormal result rounds once. */
+static inline f32x16 exp_general(f32x16 x) {
+  x = select16(x > splat(89.0f), splat(89.0f), x);
+  x = select16(x < splat(-104.0f), splat(-104.0f), x);
+  i32x16 n;
+  f32x16 q = expm1_of_reduced(reduce_by_ln2(x, &n)) + 1.0f;
+  i32x16 half = n >> 1;
+  return q * pow2(half) * pow2(n - half);
+}
+
+/* exp of four vectors: 2^n + 2^n expm1(r) in one FMA when every n is in [-125, 127]
+ * (x in about [-86.9, 88.3], where softmax's x - max lies but for its extremes). */
+static inline void exp4(f32x16 x[4]) {
+  f32x16 r[4];
+  i32x16 n[4], outside = {0};
+  for (int a = 0; a < 4; a++) {
+    r[a] = reduce_by_ln2(x[a], &n[a]);
+    outside |= (u32x16)(n[a] + 125) > 252u;
+  }
+  if (!any16(outside)) {
+    for (int a = 0; a < 4; a++) {
+      f32x16 scale = pow2(n[a]);
+      x[a] = fma16(expm1_of_reduced(r[a]), scale, scale);
+    }
+  } else {
+    for (int a = 0; a < 4; a++) x[a] = exp_general(x[a]);
+  }
+}
+
+static inline f32x16 exp16(f32x16 x) {
+  i32x16 n;
+  f32x16 r = reduce_by_ln2(x, &n);
+  if (any16((u32x16)(n + 125) > 252u)) return exp_general(x);
+  f32x16 scale = pow2(n);
+  return fma16(expm1_of_reduced(r), scale, scale);
+}
+
+typedef struct {
+  const float *x;
+  float *y;
+  int64_t rows, columns, scaling;
+  float factor, reciprocal; /* reciprocal: 1 / factor when it is normal, else 0 */
+  int64_t threads;
+  ThreadNumber thread_number;
+} Softmax;
+
+#define FLOAT_MAX 3.40282347e38f
+/* Floats ahead of the max's loads that it prefetches: 4 KB (512x4096 softmax 3% faster). */
+enum { PREFETCH_DISTANCE = 1024 };
+
+/* z = x, x * factor or x / factor: a division by a normal reciprocal's product, as
+ * shlo-reciprocal-division computes it, unless a product reaches the largest float. */
+static inline __attribute__((always_inline)) f32x16 scaled(int scaling, const Softmax *p,
+                                                           f32x16 x) {
+  if (scaling == MULTIPLIED) return x * p->factor;
+  if (scaling == UNSCALED) return x;
+  if (p->reciprocal != 0.0f) {
+    f32x16 z = x * p->reciprocal;
+    if (!any16((z >= splat(FLOAT_MAX)) | (z <= splat(-FLOAT_MAX)))) return z;
+  }
+  return x / p->factor;
+}
+
+/* The larger of each lane, either when one is NaN and either
+ * zero when both are: vmaxps where there is one. */
+static inline f32x16 larger(f32x16 a, f32x16 b) {
+#ifdef __AVX512F__
+  return (f32x16)_mm512_max_ps((__m512)a, (__m512)b);
+#else
+  return select16(a > b, a, b);
+#endif
+}
+
+/* The last, partial vector of a row of n: its lanes past the end are `pad`. */
+static inline f32x16 load_tail(const float *x, int64_t n, float pad) {
+  int64_t full = n / LANES * LANES;
+#ifdef __AVX512F__
+  __mmask16 lanes = (__mmask16)((1u << (n - full)) - 1);
+  return (f32x16)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), lanes, x + full);
+#else
+  f32x16 v = splat(pad);
+  for (int64_t j = full; j < n; j++) v[j - full] = x[j];
+  return v;
+#endif
+}
+
+static inline void store_tail(float *y, int64_t n, f32x16 v) {
+  int64_t full = n / LANES * LANES;
+#ifdef __AVX512F__
+  _mm512_mask_storeu_ps(y + full, (__mmask16)((1u << (n - full)) - 1), (__m512)v);
+#else
+  for (int64_t j = full; j < n; j++) y[j] = v[j - full];
+#endif
+}
+
+/* The largest lane and the lanes' sum (in a tree of halves). */
+static inline float largest_lane(f32x16 v) {
+#ifdef __AVX512F__
+  return _mm512_reduce_max_ps((__m512)v);
+#else
+  return fold16(MAXIMUM, v);
+#endif
+}
+
+static inline float lane_sum(f32x16 v) {
+#ifdef __AVX512F__
+  return _mm512_reduce_add_ps((__m512)v);
+#else
+  return fold16(SUM, v);
+#endif
+}
+
+/* One row: e = exp(z - max(z)) into y, then y = e / sum(e). */
+static inline __attribute__((always_inline)) void softmax_row(int scaling, const Softmax *p,
+                                                              const float *x, float *y) {
+  int64_t n = p->columns, full = n / LANES * LANES;
+  /* The max. A NaN is skipped, whose e and so sum are NaN, and every result NaN then as
+   * when the max is NaN. Its zero's sign does not matter: z - max is the same for either
+   * but when z is a zero, and exp(+-0) is 1. */
+  f32x16 most[4];
+  for (int a = 0; a < 4; a++) most[a] = splat(-__builtin_inff());
+  int64_t j = 0;
+  for (; j + 4 * LANES <= full; j += 4 * LANES) {
+    /* The row comes from memory: a few KB ahead of the loads */
+    for (int a = 0; a < 4; a++) __builtin_prefetch(x + j + PREFETCH_DISTANCE + a * LANES);
+    for (int a = 0; a < 4; a++) {
+      most[a] = larger(scaled(scaling, p, load16(x + j + a * LANES)), most[a]);
+    }
+  }
+  for (; j < full; j += LANES) most[0] = larger(scaled(scaling, p, load16(x + j)), most[0]);
+  if (full < n) { /* the lanes past the end -inf */
+    f32x16 z = scaled(scaling, p, load_tail(x, n, 0.0f));
+    most[1] = larger(load_tail((const float *)&z - full, n, -__builtin_inff()), most[1]);
+  }
+  f32x16 max = splat(largest_lane(larger(larger(most[0], most[1]), larger(most[2], most[3]))));
+  /* The sum starts from +0.0, as the op's does. */
+  f32x16 sums[4] = {splat(-0.0f), splat(-0.0f), splat(-0.0f), splat(-0.0f)};
+  for (j = 0; j + 4 * LANES <= full; j += 4 * LANES) {
+    f32x16 e[4];
+    for (int a = 0; a < 4; a++) e[a] = scaled(scaling, p, load16(x + j + a * LANES)) - max;
+    exp4(e);
+    for (int a = 0; a < 4; a++) {
+      sums[a] += e[a];
+      store16(y + j + a * LANES, e[a]);
+    }
+  }
+  for (; j < full; j += LANES) {
+    f32x16 e = exp16(scaled(scaling, p, load16(x + j)) - max);
+    store16(y + j, e);
+    sums[0] += e;
+  }
+  if (full < n) {
+    store_tail(y, n, exp16(scaled(scaling, p, load_tail(x, n, 0.0f)) - max));
+    sums[1] += load_tail(y, n, -0.0f);
+  }
+  float sum = 0.0f + lane_sum((sums[0] + sums[1]) + (sums[2] + sums[3]));
+  /* e / sum, as shlo-reciprocal-division computes it, by the reciprocal: sum is in
+   * [1, columns] (e is 1 at the max) and its reciprocal normal, and no product reaches
+   * the largest float (e <= 1); or sum is NaN, and so is every result either way. */
+  f32x16 reciprocal = splat(1.0f / sum);
+  for (j = 0; j < full; j += LANES) store16(y + j, load16(y + j) * reciprocal);
+  if (full < n) store_tail(y, n, load_tail(y, n, 0.0f) * reciprocal);
+}
+
+static void softmax_part(const Softmax *p, int64_t part, int64_t parts) {
+  for (int64_t row = p->rows * part / parts; row < p->rows * (part + 1) / parts; row++) {
+    const float *x = p->x + row * p->columns;
+    float *y = p->y + row * p->columns;
+    switch (p->scaling) {
+      case UNSCALED: softmax_row(UNSCALED, p, x, y); break;
+      case MULTIPLIED: softmax_row(MULTIPLIED, p, x, y); break;
+      default: softmax_row(DIVIDED, p, x, y); break;
+    }
+  }
+}
+
+static void run_softmax_thread(void *data) {
+  const Softmax *p = data;
+  softmax_part(p, p->thread_number(), p->threads);
+}
+
+/* y[rows, columns] = softmax of each row of z (dense), z = x, x * factor or x / factor
+ * (`scaling`; `factor_bits` is the factor's f32 bits), on up to `threads` threads. */
+KERNEL void shlo_softmax_f32(const float *x, float *y, int64_t rows, int64_t columns,
+                             int64_t scaling, int64_t factor_bits, int64_t threads) {
+  ParallelEntry parallel;
+  ThreadNumber number;
+  openmp_entries(&parallel, &number);
+  float factor = bits_to_float(factor_bits);
+  float magnitude = __builtin_fabsf(factor);
+  float reciprocal = magnitude >= 0x1p-126f && magnitude <= 0x1p126f ? 1.0f / factor : 0.0f;
+  if (scaling == DIVIDED && reciprocal != 0.0f && magnitude >= 1.0f) {
+    /* |x / factor| <= |x|: no product reaches the largest float, but for x infinite or
+     * the largest and factor 1, where the product is the quotient. */
+    scaling = MULTIPLIED;
+    factor = reciprocal;
+  }
+  Softmax p = {x, y, rows, columns, scaling, factor, reciprocal, threads, number};
+  int64_t worth = rows * columns >> 13; /* exp makes a value worth more than a sum's */
+  if (p.threads > rows) p.threads = rows;
+  if (p.threads > worth) p.threads = worth;
+  if (p.threads > 1 && parallel != NULL && number != NULL)
+    parallel(run_softmax_thread, &p, (unsigned)p.threads, 0);
+  else
+    softmax_part(&p, 0, 1);
+}
+
+#pragma GCC pop_options
