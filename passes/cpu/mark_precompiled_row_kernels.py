@@ -15,7 +15,11 @@ bits.
   ``e = exp(z - m)``, ``s = sum(e)`` from zero and ``e / s``, each result
   read only by the next ops of the four. When z is ``x * c`` or ``x / c``
   for a constant c (attention's scaling), computed for the max and the exp
-  only or in each of their bodies, the kernel computes it from x.
+  only or in each of their bodies, the kernel computes it from x; and so it
+  adds a bias that both bodies add (a mask's, broadcast over heads), read
+  through the rows' strides. The division may write the result transposed
+  (Flax's attention does, for the next einsum): the kernel writes each row
+  as a column then, for rows of up to 4096.
 - **reductions** (``shlo_reduce_f32``): a sum, ``maximumf`` or ``minimumf``
   of one dense f32 input over contiguous dimensions, from a filled constant,
   whose input nothing else reads (a row shared with other ops is left to
@@ -27,9 +31,11 @@ bits.
   %e = linalg.generic {... ["parallel", "parallel"]} ins(%m, %z) { exp(z - m) }
   %s = linalg.generic {... ["parallel", "reduction"]} ins(%e) outs(%fill_zero) { addf }
   %y = linalg.generic {... ["parallel", "parallel"]} ins(%s, %e) { e / s }
-  ==>  (%z = x / 8.0, read by %m and %e only)
-  %y = call @shlo_precompiled_0(%x) {shlo.kernel = "shlo_softmax_f32",
-      shlo.kernel_arguments = array<i64: rows, columns, 2 (divided), bits of 8.0>}
+  ==>  (%z = x / 8.0, read by %m and %e only; x: [rows, columns])
+  %y = call @shlo_precompiled_0(%x, %x) {shlo.kernel = "shlo_softmax_f32",
+      shlo.kernel_arguments = array<i64: rows, columns, 2 (divided), bits of 8.0,
+          0 (no bias: x stands in), sizes 1, 1, rows, bias strides 0, 0, 0,
+          result strides 0, 0, columns, 1 (along a row)>}
 """
 
 from __future__ import annotations
@@ -60,6 +66,8 @@ SOFTMAX_KERNEL = "shlo_softmax_f32"
 # rows_f32.c's kinds of reduction and of softmax input.
 REDUCTIONS = {"arith.addf": 0, "arith.maximumf": 1, "arith.minimumf": 2}
 SCALINGS = {"arith.mulf": 1, "arith.divf": 2}
+# rows_f32.c's MOST_TRANSPOSED_COLUMNS.
+TRANSPOSED_COLUMNS = 4096
 # A vector of values: fewer a row or a block of columns would not fill.
 LANES = 16
 
@@ -157,12 +165,16 @@ def _is_rows(affine_map: ir.AffineMap, rank: int) -> bool:
     return _dims(affine_map) == list(range(rank - 1))
 
 
-def _row_operands(parts: GenericParts, rank: int) -> tuple[int, int] | None:
-    """(index of the input read per row, of the one read whole), for two inputs."""
-    maps = parts.input_maps
+def _division_operands(parts: GenericParts, rank: int) -> tuple[int, int, list[int]] | None:
+    """(index of the input read per row, of the one read whole, the loops the whole one's
+    dimensions walk), for a division whose result may be a transpose of the rows: the
+    whole input's map is a permutation, and the per-row one's its rows."""
     for per_row, whole in ((0, 1), (1, 0)):
-        if _is_rows(maps[per_row], rank) and _is_identity(maps[whole], rank):
-            return per_row, whole
+        order = _dims(parts.input_maps[whole])
+        if order is None or sorted(order) != list(range(rank)):
+            continue
+        if _dims(parts.input_maps[per_row]) == order[:-1]:
+            return per_row, whole, order
     return None
 
 
@@ -172,36 +184,101 @@ class _Softmax:
     x: ir.Value
     scaling: int
     factor: float
+    bias: ir.Value | None = None
+    # Per dimension of the rows: the bias's stride (0: broadcast) and the result's;
+    # then the result's stride along a row (1 unless the result is a transpose).
+    bias_strides: list[int] | None = None
+    result_strides: list[int] | None = None
+    result_column_stride: int = 1
 
 
 @dataclass(frozen=True)
 class _Input:
-    """z as the kernel reads it: x, x * factor or x / factor (``scaling``)."""
+    """z as the kernel reads it: x, x * factor or x / factor (``scaling``), plus a bias
+    read through ``bias_map``; ``ops``: the body ops that compute it."""
 
     x: ir.Value
     scaling: int = 0
     factor: float = 1.0
+    bias: ir.Value | None = None
+    bias_map: ir.AffineMap | None = None
+    ops: int = 0
 
 
 def _input_of(op: ir.Operation, parts: GenericParts, z: ir.Value, rank: int) -> _Input | None:
-    """What the body value ``z`` of ``op`` is: an input read whole, or one scaled by a
-    constant in the body (elementwise fusion copies a scaling into each reader)."""
-    if z in parts.input_args:
-        index = list(parts.input_args).index(z)
+    """What the body value ``z`` of ``op`` is: an input read whole, maybe scaled by a
+    constant in the body (elementwise fusion copies a scaling into each reader), maybe
+    plus an input read per row or broadcast (a mask's bias)."""
+    inputs = list(parts.input_args)
+    if z in inputs:
+        index = inputs.index(z)
         if not _is_identity(parts.input_maps[index], rank):
             return None
         return _Input(parts.inputs[index])
-    scaling = defining_op(z)
-    if scaling is None or scaling.name not in SCALINGS:
+    computed = defining_op(z)
+    if computed is None:
         return None
-    a, b = scaling.operands
+    a, b = computed.operands if len(computed.operands) == 2 else (None, None)
+    if computed.name == "arith.addf":
+        for u, v in ((a, b), (b, a)):
+            inner = _input_of(op, parts, u, rank)
+            if inner is None or inner.bias is not None or v not in inputs:
+                continue
+            index = inputs.index(v)
+            bias, bias_map = parts.inputs[index], parts.input_maps[index]
+            return _Input(inner.x, inner.scaling, inner.factor, bias, bias_map, inner.ops + 1)
+        return None
+    if computed.name not in SCALINGS:
+        return None
     # x / c, or x * c in either order.
-    for x, c in [(a, b), *([(b, a)] if scaling.name == "arith.mulf" else [])]:
+    for x, c in [(a, b), *([(b, a)] if computed.name == "arith.mulf" else [])]:
         factor = constant_float(c)
-        whole = _input_of(op, parts, x, rank) if x in parts.input_args else None
+        whole = _input_of(op, parts, x, rank) if x in inputs else None
         if factor is not None and whole is not None:
-            return _Input(whole.x, SCALINGS[scaling.name], factor)
+            return _Input(whole.x, SCALINGS[computed.name], factor, ops=1)
     return None
+
+
+def _bias_strides(bias: ir.Value, bias_map: ir.AffineMap, shape: list[int]) -> list[int] | None:
+    """The bias's stride for each dimension of the rows (0 where it is broadcast), when
+    its last dimension is the columns', dense."""
+    bias_shape, rank = static_shape(bias), len(shape)
+    results = list(bias_map.results)
+    if bias_shape is None or not results or bias_shape[-1] != shape[-1]:
+        return None
+    if not isinstance(results[-1], ir.AffineDimExpr) or results[-1].position != rank - 1:
+        return None
+    strides = [0] * (rank - 1)
+    for result, size, stride in zip(results[:-1], bias_shape, _row_major(bias_shape)):
+        if isinstance(result, ir.AffineDimExpr) and result.position < rank - 1:
+            strides[result.position] = stride
+        elif not (isinstance(result, ir.AffineConstantExpr) and result.value == 0 and size == 1):
+            return None
+    return strides
+
+
+def _three_row_dimensions(
+    sizes: list[int], *strides: list[int]
+) -> tuple[list[int], list[list[int]]] | None:
+    """The rows' sizes and each array's strides in at most three dimensions (padded with
+    size 1 in front): size-1 dimensions dropped, neighbours that step as one merged."""
+    kept: list[tuple[int, list[int]]] = []
+    for d, size in enumerate(sizes):
+        if size == 1:
+            continue
+        step = [stride[d] for stride in strides]
+        if kept and all(prev == s * size for prev, s in zip(kept[-1][1], step)):
+            kept[-1] = (kept[-1][0] * size, step)
+        else:
+            kept.append((size, step))
+    if len(kept) > 3:
+        return None
+    kept = [(1, [0] * len(strides))] * (3 - len(kept)) + kept
+    return [size for size, _ in kept], [[step[i] for _, step in kept] for i in range(len(strides))]
+
+
+def _row_major(shape: list[int]) -> list[int]:
+    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
 
 def _softmax(divide: ir.Operation) -> _Softmax | None:
@@ -211,19 +288,24 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
     if found is None or not shape or not found[1].all_parallel:
         return None
     parts, rank = found[1], len(shape)
-    body, operands = _body(divide), _row_operands(parts, rank)
+    body, operands = _body(divide), _division_operands(parts, rank)
     if len(body) != 1 or body[0].name != "arith.divf" or operands is None:
         return None
-    per_row, whole = operands
+    per_row, whole, order = operands
     if list(body[0].operands) != [parts.input_args[whole], parts.input_args[per_row]]:
         return None
+    if not _is_identity(parts.output_maps[0], rank):
+        return None
     sum_value, e = parts.inputs[per_row], parts.inputs[whole]
+    # The result's stride along each dimension of e, which the division may transpose.
+    result_strides = [_row_major(shape)[loop] for loop in order]
+    shape = static_shape(e)
     total = _reduction(sum_value)
     if total is None or total[2] != "arith.addf" or total[3] != (rank - 1, rank):
         return None
     if total[1].inputs[0] != e or _fill_value(total[1].outputs[0]) != 0.0:
         return None
-    exp = _generic(e, 2)
+    exp = _generic(e, len(_generic_inputs(e)))
     if exp is None or not exp[1].all_parallel:
         return None
     exp_op, exp_parts = exp
@@ -239,8 +321,8 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
     max_value = exp_parts.inputs[max_index]
     if not _is_rows(exp_parts.input_maps[max_index], rank):
         return None
-    most = _generic(max_value, 1)
-    if most is None or _reduced_range(most[1]) != (rank - 1, rank):
+    most = _generic(max_value, len(_generic_inputs(max_value)))
+    if most is None or not _reduces_rows(most[1], rank):
         return None
     most_op, most_parts = most
     most_body = _body(most_op)
@@ -251,16 +333,23 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
     most_z = operands[1] if operands[0] == out else operands[0]
     if _fill_value(most_parts.outputs[0]) != -math.inf:
         return None
-    # z, the same in both ops, and nothing else in their bodies.
+    # z, the same in both ops, and nothing else in their bodies or among their inputs.
     exp_input = _input_of(exp_op, exp_parts, z, rank)
     most_input = _input_of(most_op, most_parts, most_z, rank)
     if exp_input is None or exp_input != most_input:
         return None
-    scaled_in_body = exp_input.scaling != 0
-    if len(exp_body) != 2 + scaled_in_body or len(most_body) != 1 + scaled_in_body:
+    if len(exp_body) != exp_input.ops + 2 or len(most_body) != exp_input.ops + 1:
         return None
-    if len(exp_parts.inputs) != 2:
+    read = [v for v in (exp_input.x, exp_input.bias) if v is not None]
+    if not all(any(v == r for r in (*read, max_value)) for v in exp_parts.inputs):
         return None
+    if not all(any(v == r for r in read) for v in most_parts.inputs):
+        return None
+    bias_strides = [0] * (rank - 1)
+    if exp_input.bias is not None:
+        bias_strides = _bias_strides(exp_input.bias, exp_input.bias_map, shape)
+        if bias_strides is None:
+            return None
     ops = [divide, total[0], exp_op, most_op]
     if not (
         _only_used_by(sum_value, divide)
@@ -268,12 +357,36 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
         and _only_used_by(max_value, exp_op)
     ):
         return None
-    softmax = _Softmax(ops, exp_input.x, exp_input.scaling, exp_input.factor)
+    softmax = _Softmax(
+        ops,
+        exp_input.x,
+        exp_input.scaling,
+        exp_input.factor,
+        exp_input.bias,
+        bias_strides,
+        result_strides[:-1],
+        result_strides[-1],
+    )
     scaling = _scaling(softmax.x)
-    if not scaled_in_body and scaling is not None and _only_used_by(softmax.x, exp_op, most_op):
+    if exp_input.scaling == 0 and scaling is not None and _only_used_by(softmax.x, exp_op, most_op):
         softmax.ops.append(scaling[0])
         softmax.x, softmax.scaling, softmax.factor = scaling[1], scaling[2], scaling[3]
     return softmax
+
+
+def _generic_inputs(value: ir.Value) -> list[ir.Value]:
+    """The inputs of the ``linalg.generic`` that defines ``value``, if one does."""
+    op = defining_op(value)
+    if op is None or op.name != "linalg.generic":
+        return []
+    return linalg_generic_parts(op).inputs
+
+
+def _reduces_rows(parts: GenericParts, rank: int) -> bool:
+    """Whether the last of ``rank`` loops is the one reduction and the output's map is
+    the others in order (the inputs' maps are ``_input_of``'s to check)."""
+    kinds = ["reduction" in str(kind) for kind in parts.iterator_types]
+    return kinds == [False] * (rank - 1) + [True] and _is_rows(parts.output_maps[0], rank)
 
 
 def _scaling(z: ir.Value) -> tuple[ir.Operation, ir.Value, int, float] | None:
@@ -290,6 +403,29 @@ def _scaling(z: ir.Value) -> tuple[ir.Operation, ir.Value, int, float] | None:
     if scaled is None or scaled.scaling == 0:
         return None
     return op, scaled.x, scaled.scaling, scaled.factor
+
+
+def _softmax_arguments(softmax: _Softmax) -> list[int] | None:
+    """The kernel's scalar arguments: the rows and columns, the scaling and its factor's
+    bits, whether there is a bias, the rows in three dimensions with the bias's strides
+    and the result's in them, and the result's stride along a row."""
+    shape = static_shape(softmax.x)
+    rows = _three_row_dimensions(shape[:-1], softmax.bias_strides, softmax.result_strides)
+    # A transposed result's rows are made on the kernel's stack.
+    if rows is None or (softmax.result_column_stride != 1 and shape[-1] > TRANSPOSED_COLUMNS):
+        return None
+    sizes, (bias_strides, result_strides) = rows
+    return [
+        math.prod(shape[:-1]),
+        shape[-1],
+        softmax.scaling,
+        _f32_bits(softmax.factor),
+        int(softmax.bias is not None),
+        *sizes,
+        *bias_strides,
+        *result_strides,
+        softmax.result_column_stride,
+    ]
 
 
 def _standalone_reduction(op: ir.Operation) -> list[int] | None:
@@ -331,14 +467,12 @@ class MarkPrecompiledRowKernelsPass(Pass):
             softmax = _softmax(op)
             if softmax is None:
                 continue
-            shape = static_shape(op.results[0])
-            scalars = [
-                math.prod(shape[:-1]),
-                shape[-1],
-                softmax.scaling,
-                _f32_bits(softmax.factor),
-            ]
-            replace_with_placeholder(module, op, SOFTMAX_KERNEL, [softmax.x], scalars, index)
+            scalars = _softmax_arguments(softmax)
+            if scalars is None:
+                continue
+            # Without a bias, x stands in its place, unread.
+            operands = [softmax.x, softmax.x if softmax.bias is None else softmax.bias]
+            replace_with_placeholder(module, op, SOFTMAX_KERNEL, operands, scalars, index)
             index += 1
             for dead in softmax.ops[1:]:
                 fill = defining_op(dead.operands[len(dead.operands) - 1])

@@ -4,12 +4,15 @@
 #row = affine_map<(d0, d1) -> (d0)>
 
 // A softmax over the last dimension as elementwise fusion leaves it: max, exp of
-// the difference, sum, division. It becomes one call on x: 4 rows of 40, unscaled
-// (0), the factor 1.0's bits. The four ops and their fills go.
+// the difference, sum, division. It becomes one call on x (and x again, where a
+// bias would be): 4 rows of 40, unscaled (0), the factor 1.0's bits, no bias (0),
+// the rows as sizes 1 x 1 x 4 with the bias's strides (0, 0, 0) and the result's
+// (0, 0, 40), and the result's stride along a row, 1. The four ops and their
+// fills go.
 // CHECK-LABEL: func.func @softmax
 // CHECK-SAME: (%[[X:.+]]: tensor<4x40xf32>)
 // CHECK-NOT: linalg.
-// CHECK: %[[Y:.+]] = call @shlo_precompiled_0(%[[X]]) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 4, 40, 0, 1065353216>}
+// CHECK: %[[Y:.+]] = call @shlo_precompiled_0(%[[X]], %[[X]]) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 4, 40, 0, 1065353216, 0, 1, 1, 4, 0, 0, 0, 0, 0, 40, 1>}
 // CHECK-NOT: linalg.
 // CHECK: return %[[Y]]
 func.func @softmax(%x: tensor<4x40xf32>) -> tensor<4x40xf32> {
@@ -55,7 +58,7 @@ func.func @softmax(%x: tensor<4x40xf32>) -> tensor<4x40xf32> {
 // CHECK-LABEL: func.func @scaled_once
 // CHECK-SAME: (%[[X:.+]]: tensor<4x40xf32>)
 // CHECK-NOT: linalg.
-// CHECK: call @shlo_precompiled_0(%[[X]]) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 4, 40, 2, 1090519040>}
+// CHECK: call @shlo_precompiled_0(%[[X]], %[[X]]) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 4, 40, 2, 1090519040, 0, 1, 1, 4, 0, 0, 0, 0, 0, 40, 1>}
 // CHECK-NOT: linalg.
 func.func @scaled_once(%x: tensor<4x40xf32>) -> tensor<4x40xf32> {
   %zero = arith.constant 0.0 : f32
@@ -105,7 +108,7 @@ func.func @scaled_once(%x: tensor<4x40xf32>) -> tensor<4x40xf32> {
 // The scaling fused into both readers (0.3 * x in each body): multiplied (1)
 // by 0.3 (bits 1050253722).
 // CHECK-LABEL: func.func @scaled_in_each_body
-// CHECK: call @shlo_precompiled_0(%{{.+}}) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 4, 40, 1, 1050253722>}
+// CHECK: call @shlo_precompiled_0(%{{.+}}, %{{.+}}) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 4, 40, 1, 1050253722, 0, 1, 1, 4, 0, 0, 0, 0, 0, 40, 1>}
 // CHECK-NOT: linalg.
 func.func @scaled_in_each_body(%x: tensor<4x40xf32>) -> tensor<4x40xf32> {
   %zero = arith.constant 0.0 : f32
@@ -141,6 +144,58 @@ func.func @scaled_in_each_body(%x: tensor<4x40xf32>) -> tensor<4x40xf32> {
     linalg.yield %q : f32
   } -> tensor<4x40xf32>
   return %y : tensor<4x40xf32>
+}
+
+// -----
+
+#x = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#bias = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+#rows = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#transposed = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>
+#transposed_rows = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+
+// GPT-2's: logits [2, 3, 5, 40] plus a mask's bias [2, 1, 5, 40] (read through a
+// broadcast over the heads) in both the max and the exp, and a division whose
+// result is the softmax transposed, [2, 3, 40, 5]. Biased (1); rows 2 x 3 x 5;
+// the bias's strides 200, 0, 40; the result's 600, 200, 1, and 5 along a row.
+// CHECK-LABEL: func.func @biased_and_transposed
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x5x40xf32>, %[[B:.+]]: tensor<2x1x5x40xf32>)
+// CHECK-NOT: linalg.
+// CHECK: call @shlo_precompiled_0(%[[X]], %[[B]]) {shlo.kernel = "shlo_softmax_f32", shlo.kernel_arguments = array<i64: 30, 40, 0, 1065353216, 1, 2, 3, 5, 200, 0, 40, 600, 200, 1, 5>} : (tensor<2x3x5x40xf32>, tensor<2x1x5x40xf32>) -> tensor<2x3x40x5xf32>
+// CHECK-NOT: linalg.
+func.func @biased_and_transposed(%x: tensor<2x3x5x40xf32>, %b: tensor<2x1x5x40xf32>) -> tensor<2x3x40x5xf32> {
+  %zero = arith.constant 0.0 : f32
+  %minus_inf = arith.constant 0xFF800000 : f32
+  %e0 = tensor.empty() : tensor<2x3x5xf32>
+  %f0 = linalg.fill ins(%minus_inf : f32) outs(%e0 : tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %max = linalg.generic {indexing_maps = [#bias, #x, #rows], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%b, %x : tensor<2x1x5x40xf32>, tensor<2x3x5x40xf32>) outs(%f0 : tensor<2x3x5xf32>) {
+  ^bb0(%bias: f32, %in: f32, %out: f32):
+    %z = arith.addf %in, %bias : f32
+    %m = arith.maximumf %out, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<2x3x5xf32>
+  %e1 = tensor.empty() : tensor<2x3x5x40xf32>
+  %exp = linalg.generic {indexing_maps = [#bias, #x, #rows, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%b, %x, %max : tensor<2x1x5x40xf32>, tensor<2x3x5x40xf32>, tensor<2x3x5xf32>) outs(%e1 : tensor<2x3x5x40xf32>) {
+  ^bb0(%bias: f32, %in: f32, %m: f32, %out: f32):
+    %z = arith.addf %in, %bias : f32
+    %d = arith.subf %z, %m : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  } -> tensor<2x3x5x40xf32>
+  %e2 = tensor.empty() : tensor<2x3x5xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x3x5xf32>) -> tensor<2x3x5xf32>
+  %sum = linalg.generic {indexing_maps = [#x, #rows], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%exp : tensor<2x3x5x40xf32>) outs(%f2 : tensor<2x3x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x5xf32>
+  %e3 = tensor.empty() : tensor<2x3x40x5xf32>
+  %y = linalg.generic {indexing_maps = [#transposed_rows, #transposed, #x], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sum, %exp : tensor<2x3x5xf32>, tensor<2x3x5x40xf32>) outs(%e3 : tensor<2x3x40x5xf32>) {
+  ^bb0(%s: f32, %in: f32, %out: f32):
+    %q = arith.divf %in, %s : f32
+    linalg.yield %q : f32
+  } -> tensor<2x3x40x5xf32>
+  return %y : tensor<2x3x40x5xf32>
 }
 
 // -----

@@ -34,7 +34,7 @@ def kernels() -> ctypes.CDLL:
     library = precompiled.library()
     pointer, size = ctypes.c_void_p, ctypes.c_int64
     library.shlo_reduce_f32.argtypes = [pointer, pointer] + [size] * 6
-    library.shlo_softmax_f32.argtypes = [pointer, pointer] + [size] * 5
+    library.shlo_softmax_f32.argtypes = [pointer, pointer, pointer] + [size] * 16
     return library
 
 
@@ -48,12 +48,15 @@ def reduce(kernels, x, outer, reduced, inner, kind, init, threads=2) -> np.ndarr
 
 
 def softmax(kernels, x, scaling=UNSCALED, factor=1.0, threads=2) -> np.ndarray:
+    """The kernel on dense rows, without a bias."""
     x = np.ascontiguousarray(x, np.float32)
     y = np.full_like(x, 7.0)
     rows, columns = x.shape
+    rows_3d, no_bias, dense = (1, 1, rows), (0, 0, 0), (0, 0, columns)
     kernels.shlo_softmax_f32(
-        x.ctypes.data, y.ctypes.data, rows, columns, scaling, _bits(factor), threads
-    )
+        x.ctypes.data, x.ctypes.data, y.ctypes.data, rows, columns, scaling, _bits(factor),
+        0, *rows_3d, *no_bias, *dense, 1, threads,
+    )  # fmt: skip
     return y
 
 
@@ -208,6 +211,25 @@ def test_exp_has_the_generated_codes_bits(columns) -> None:
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_a_bias_broadcast_over_heads_and_a_transposed_result(kernels) -> None:
+    # GPT-2's attention: logits [batch 2, heads 3, queries 5, keys 40] plus a mask's bias
+    # [2, 1, 5, 40] (the same for every head), the result written transposed,
+    # [2, 3, 40, 5], as the division that fusion gave the next matmul's layout.
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 5, 40)).astype(np.float32)
+    bias = np.where(rng.random((2, 1, 5, 40)) > 0.3, 0.0, -1e9).astype(np.float32)
+    for transposed in (False, True):
+        y = np.full((2, 3, 40, 5) if transposed else (2, 3, 5, 40), 7.0, np.float32)
+        result_strides = (600, 200, 1) if transposed else (600, 200, 40)
+        kernels.shlo_softmax_f32(
+            x.ctypes.data, bias.ctypes.data, y.ctypes.data, 30, 40, MULTIPLIED, _bits(0.5),
+            1, 2, 3, 5, 200, 0, 40, *result_strides, 5 if transposed else 1, 2,
+        )  # fmt: skip
+        want = softmax_reference((x * np.float32(0.5) + bias).reshape(30, 40)).reshape(x.shape)
+        got = y.transpose(0, 1, 3, 2) if transposed else y
+        np.testing.assert_allclose(got, want, rtol=8 * ULP, atol=ULP)
+
+
 @pytest.mark.parametrize(("rows", "columns"), [(37, 4096), (1000, 60)])
 def test_threads_change_no_bit_of_a_softmax(kernels, rows, columns) -> None:
     x = np.random.default_rng(3).standard_normal((rows, columns)).astype(np.float32)
@@ -247,6 +269,24 @@ PROGRAMS = [
         lambda q, k, v: jax.nn.softmax(jnp.einsum("hqd,hkd->hqk", q, k) / 8.0, axis=-1) @ v,
         [(2, 40, 16), (2, 40, 16), (2, 40, 16)],
         {"shlo_softmax_f32", "shlo_matmul_f32"},
+    ),
+    (
+        "an added mask bias",
+        lambda x, b: jax.nn.softmax(x + b, axis=-1),
+        [(2, 3, 16, 40), (2, 1, 16, 40)],
+        {"shlo_softmax_f32"},
+    ),
+    # Flax's attention (GPT-2's): the result is written transposed for the second
+    # einsum's layout.
+    (
+        "flax attention",
+        lambda q, k, v, b: jnp.einsum(
+            "...hqk,...khd->...qhd",
+            jax.nn.softmax(jnp.einsum("...qhd,...khd->...hqk", q, k) + b, axis=-1),
+            v,
+        ),
+        [(1, 24, 3, 16), (1, 24, 3, 16), (1, 24, 3, 16), (1, 1, 24, 24)],
+        {"shlo_softmax_f32"},
     ),
     ("softmax over the first axis", lambda x: jax.nn.softmax(x, axis=0), [(33, 7)], set()),
     ("log_softmax", lambda x: jax.nn.log_softmax(x, axis=-1), [(8, 40)], set()),

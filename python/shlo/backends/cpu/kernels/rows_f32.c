@@ -299,6 +299,11 @@ typedef struct {
   float *y;
   int64_t rows, columns, scaling;
   float factor, reciprocal; /* reciprocal: 1 / factor when it is normal, else 0 */
+  /* z's bias, or NULL. Row r is three indices, by these sizes (the last fastest); the
+   * bias's row and the result's are at their offsets by these strides. The result's
+   * row is dense, or a column of a transposed result when column_stride is not 1. */
+  const float *bias;
+  int64_t row_sizes[3], bias_strides[3], result_strides[3], column_stride;
   int64_t threads;
   ThreadNumber thread_number;
 } Softmax;
@@ -369,9 +374,24 @@ static inline float lane_sum(f32x16 v) {
 #endif
 }
 
+/* z at x[j:j + LANES], and in a row's partial last vector (0 past the end). */
+static inline __attribute__((always_inline)) f32x16 z_at(int scaling, int biased, const Softmax *p,
+                                                          const float *x, const float *b,
+                                                          int64_t j) {
+  f32x16 z = scaled(scaling, p, load16(x + j));
+  return biased ? z + load16(b + j) : z;
+}
+
+static inline __attribute__((always_inline)) f32x16 z_tail(int scaling, int biased,
+                                                            const Softmax *p, const float *x,
+                                                            const float *b, int64_t n) {
+  f32x16 z = scaled(scaling, p, load_tail(x, n, 0.0f));
+  return biased ? z + load_tail(b, n, 0.0f) : z;
+}
+
 /* One row: e = exp(z - max(z)) into y, then y = e / sum(e). */
-static inline __attribute__((always_inline)) void softmax_row(int scaling, const Softmax *p,
-                                                              const float *x, float *y) {
+static inline __attribute__((always_inline)) void softmax_row(
+    int scaling, int biased, const Softmax *p, const float *x, const float *b, float *y) {
   int64_t n = p->columns, full = n / LANES * LANES;
   /* The max. A NaN is skipped, whose e and so sum are NaN, and every result NaN then as
    * when the max is NaN. Its zero's sign does not matter: z - max is the same for either
@@ -383,12 +403,12 @@ static inline __attribute__((always_inline)) void softmax_row(int scaling, const
     /* The row comes from memory: a few KB ahead of the loads */
     for (int a = 0; a < 4; a++) __builtin_prefetch(x + j + PREFETCH_DISTANCE + a * LANES);
     for (int a = 0; a < 4; a++) {
-      most[a] = larger(scaled(scaling, p, load16(x + j + a * LANES)), most[a]);
+      most[a] = larger(z_at(scaling, biased, p, x, b, j + a * LANES), most[a]);
     }
   }
-  for (; j < full; j += LANES) most[0] = larger(scaled(scaling, p, load16(x + j)), most[0]);
+  for (; j < full; j += LANES) most[0] = larger(z_at(scaling, biased, p, x, b, j), most[0]);
   if (full < n) { /* the lanes past the end -inf */
-    f32x16 z = scaled(scaling, p, load_tail(x, n, 0.0f));
+    f32x16 z = z_tail(scaling, biased, p, x, b, n);
     most[1] = larger(load_tail((const float *)&z - full, n, -__builtin_inff()), most[1]);
   }
   f32x16 max = splat(largest_lane(larger(larger(most[0], most[1]), larger(most[2], most[3]))));
@@ -396,7 +416,7 @@ static inline __attribute__((always_inline)) void softmax_row(int scaling, const
   f32x16 sums[4] = {splat(-0.0f), splat(-0.0f), splat(-0.0f), splat(-0.0f)};
   for (j = 0; j + 4 * LANES <= full; j += 4 * LANES) {
     f32x16 e[4];
-    for (int a = 0; a < 4; a++) e[a] = scaled(scaling, p, load16(x + j + a * LANES)) - max;
+    for (int a = 0; a < 4; a++) e[a] = z_at(scaling, biased, p, x, b, j + a * LANES) - max;
     exp4(e);
     for (int a = 0; a < 4; a++) {
       sums[a] += e[a];
@@ -404,12 +424,12 @@ static inline __attribute__((always_inline)) void softmax_row(int scaling, const
     }
   }
   for (; j < full; j += LANES) {
-    f32x16 e = exp16(scaled(scaling, p, load16(x + j)) - max);
+    f32x16 e = exp16(z_at(scaling, biased, p, x, b, j) - max);
     store16(y + j, e);
     sums[0] += e;
   }
   if (full < n) {
-    store_tail(y, n, exp16(scaled(scaling, p, load_tail(x, n, 0.0f)) - max));
+    store_tail(y, n, exp16(z_tail(scaling, biased, p, x, b, n) - max));
     sums[1] += load_tail(y, n, -0.0f);
   }
   float sum = 0.0f + lane_sum((sums[0] + sums[1]) + (sums[2] + sums[3]));
@@ -421,47 +441,81 @@ static inline __attribute__((always_inline)) void softmax_row(int scaling, const
   if (full < n) store_tail(y, n, load_tail(y, n, 0.0f) * reciprocal);
 }
 
-static void softmax_part(const Softmax *p, int64_t part, int64_t parts) {
-  for (int64_t row = p->rows * part / parts; row < p->rows * (part + 1) / parts; row++) {
-    const float *x = p->x + row * p->columns;
-    float *y = p->y + row * p->columns;
-    switch (p->scaling) {
-      case UNSCALED: softmax_row(UNSCALED, p, x, y); break;
-      case MULTIPLIED: softmax_row(MULTIPLIED, p, x, y); break;
-      default: softmax_row(DIVIDED, p, x, y); break;
-    }
+/* The offset of row r by these strides, its indices by p's row sizes. */
+static int64_t row_offset(const Softmax *p, const int64_t strides[3], int64_t r) {
+  int64_t offset = 0;
+  for (int d = 2; d >= 0; d--) {
+    offset += r % p->row_sizes[d] * strides[d];
+    r /= p->row_sizes[d];
   }
+  return offset;
 }
 
+enum { MOST_TRANSPOSED_COLUMNS = 4096 }; /* rows of a transposed result: on the stack */
+
+static void softmax_part(const Softmax *p, int64_t part, int64_t parts) {
+  int64_t n = p->columns;
+  /* A transposed result's row is computed here, then written as a column of it. */
+  float row[p->column_stride == 1 ? 1 : MOST_TRANSPOSED_COLUMNS];
+  for (int64_t r = p->rows * part / parts; r < p->rows * (part + 1) / parts; r++) {
+    const float *x = p->x + r * n;
+    const float *b = p->bias == NULL ? NULL : p->bias + row_offset(p, p->bias_strides, r);
+    float *y = p->y + row_offset(p, p->result_strides, r);
+    float *out = p->column_stride == 1 ? y : row;
+    switch (p->scaling + 3 * (b != NULL)) {
+      case UNSCALED: softmax_row(UNSCALED, 0, p, x, b, out); break;
+      case MULTIPLIED: softmax_row(MULTIPLIED, 0, p, x, b, out); break;
+      case DIVIDED: softmax_row(DIVIDED, 0, p, x, b, out); break;
+      case 3 + UNSCALED: softmax_row(UNSCALED, 1, p, x, b, out); break;
+      case 3 + MULTIPLIED: softmax_row(MULTIPLIED, 1, p, x, b, out); break;
+      default: softmax_row(DIVIDED, 1, p, x, b, out); break;
+    }
+    if (out != y)
+      for (int64_t j = 0; j < n; j++) y[j * p->column_stride] = row[j];
+  }
+}
 static void run_softmax_thread(void *data) {
   const Softmax *p = data;
   softmax_part(p, p->thread_number(), p->threads);
 }
 
-/* y[rows, columns] = softmax of each row of z (dense), z = x, x * factor or x / factor
- * (`scaling`; `factor_bits` is the factor's f32 bits), on up to `threads` threads. */
-KERNEL void shlo_softmax_f32(const float *x, float *y, int64_t rows, int64_t columns,
-                             int64_t scaling, int64_t factor_bits, int64_t threads) {
+static void softmax(Softmax *p) {
   ParallelEntry parallel;
   ThreadNumber number;
   openmp_entries(&parallel, &number);
-  float factor = bits_to_float(factor_bits);
-  float magnitude = __builtin_fabsf(factor);
-  float reciprocal = magnitude >= 0x1p-126f && magnitude <= 0x1p126f ? 1.0f / factor : 0.0f;
-  if (scaling == DIVIDED && reciprocal != 0.0f && magnitude >= 1.0f) {
+  p->thread_number = number;
+  float magnitude = __builtin_fabsf(p->factor);
+  p->reciprocal = magnitude >= 0x1p-126f && magnitude <= 0x1p126f ? 1.0f / p->factor : 0.0f;
+  if (p->scaling == DIVIDED && p->reciprocal != 0.0f && magnitude >= 1.0f) {
     /* |x / factor| <= |x|: no product reaches the largest float, but for x infinite or
      * the largest and factor 1, where the product is the quotient. */
-    scaling = MULTIPLIED;
-    factor = reciprocal;
+    p->scaling = MULTIPLIED;
+    p->factor = p->reciprocal;
   }
-  Softmax p = {x, y, rows, columns, scaling, factor, reciprocal, threads, number};
-  int64_t worth = rows * columns >> 13; /* exp makes a value worth more than a sum's */
-  if (p.threads > rows) p.threads = rows;
-  if (p.threads > worth) p.threads = worth;
-  if (p.threads > 1 && parallel != NULL && number != NULL)
-    parallel(run_softmax_thread, &p, (unsigned)p.threads, 0);
+  int64_t worth = p->rows * p->columns >> 13; /* exp makes a value worth more than a sum's */
+  if (p->threads > p->rows) p->threads = p->rows;
+  if (p->threads > worth) p->threads = worth;
+  if (p->threads > 1 && parallel != NULL && number != NULL)
+    parallel(run_softmax_thread, p, (unsigned)p->threads, 0);
   else
-    softmax_part(&p, 0, 1);
+    softmax_part(p, 0, 1);
+}
+
+/* y = softmax of each row of z, rows x columns: z = x, x * factor or x / factor
+ * (`scaling`; `factor_bits` is the factor's f32 bits), plus the bias when `biased`. Row r
+ * is three indices by sizes s0 x s1 x s2 (s2 fastest); its bias is at that offset by
+ * strides t0, t1, t2 (0: broadcast), and its result by u0, u1, u2, the columns
+ * `column_stride` apart (1 but for a transposed result, whose rows have at most
+ * MOST_TRANSPOSED_COLUMNS). On up to `threads` threads. */
+KERNEL void shlo_softmax_f32(const float *x, const float *bias, float *y, int64_t rows,
+                             int64_t columns, int64_t scaling, int64_t factor_bits,
+                             int64_t biased, int64_t s0, int64_t s1, int64_t s2, int64_t t0,
+                             int64_t t1, int64_t t2, int64_t u0, int64_t u1, int64_t u2,
+                             int64_t column_stride, int64_t threads) {
+  Softmax p = {x, y, rows, columns, scaling, bits_to_float(factor_bits), 0.0f,
+               biased ? bias : NULL, {s0, s1, s2}, {t0, t1, t2}, {u0, u1, u2},
+               column_stride, threads, NULL};
+  softmax(&p);
 }
 
 #pragma GCC pop_options
