@@ -102,17 +102,21 @@ static inline float identity(int kind) {
 
 /* The lanes of v combined, in a tree of halves. */
 static inline __attribute__((always_inline)) float fold16(int kind, f32x16 v) {
+  static const i32x16 halves[4] = {
+      {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},
+      {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
+      {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+      {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
+  };
+  for (int h = 0; h < 4; h++) {
 #ifdef __clang__
-  v = combine16(kind, v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-  v = combine16(kind, v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-  v = combine16(kind, v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-  v = combine16(kind, v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+    f32x16 other;
+    for (int l = 0; l < LANES; l++) other[l] = v[halves[h][l]];
 #else
-  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7}));
-  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11}));
-  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13}));
-  v = combine16(kind, v, __builtin_shuffle(v, (i32x16){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}));
+    f32x16 other = __builtin_shuffle(v, halves[h]);
 #endif
+    v = combine16(kind, v, other);
+  }
   return v[0];
 }
 
@@ -126,7 +130,8 @@ static inline __attribute__((always_inline)) float reduce_row(int kind, const fl
     f32x16 more[3] = {acc, acc, acc};
     for (; j + 4 * LANES <= n; j += 4 * LANES) {
       acc = combine16(kind, acc, load16(x + j));
-      for (int a = 0; a < 3; a++) more[a] = combine16(kind, more[a], load16(x + j + (a + 1) * LANES));
+      for (int a = 0; a < 3; a++)
+        more[a] = combine16(kind, more[a], load16(x + j + (a + 1) * LANES));
     }
     acc = combine16(kind, combine16(kind, acc, more[0]), combine16(kind, more[1], more[2]));
   }
@@ -357,20 +362,13 @@ static inline void store_tail(float *y, int64_t n, f32x16 v) {
 #endif
 }
 
-/* The largest lane and the lanes' sum (in a tree of halves). */
-static inline float largest_lane(f32x16 v) {
+/* The lanes of v summed (SUM) or their largest (MAXIMUM), for the softmax: AVX-512's
+ * reductions where there are (their max skips NaN, as the softmax's may), else fold16. */
+static inline float softmax_lanes(int kind, f32x16 v) {
 #ifdef __AVX512F__
-  return _mm512_reduce_max_ps((__m512)v);
+  return kind == SUM ? _mm512_reduce_add_ps((__m512)v) : _mm512_reduce_max_ps((__m512)v);
 #else
-  return fold16(MAXIMUM, v);
-#endif
-}
-
-static inline float lane_sum(f32x16 v) {
-#ifdef __AVX512F__
-  return _mm512_reduce_add_ps((__m512)v);
-#else
-  return fold16(SUM, v);
+  return fold16(kind, v);
 #endif
 }
 
@@ -410,7 +408,8 @@ static inline __attribute__((always_inline)) f32x16 row_max(int scaling, int bia
     f32x16 z = z_tail(scaling, biased, p, x, b, n);
     most[1] = larger(load_tail((const float *)&z - full, n, -__builtin_inff()), most[1]);
   }
-  return splat(largest_lane(larger(larger(most[0], most[1]), larger(most[2], most[3]))));
+  f32x16 largest = larger(larger(most[0], most[1]), larger(most[2], most[3]));
+  return splat(softmax_lanes(MAXIMUM, largest));
 }
 
 /* e = exp(z - max) into y, and its sum, from +0.0 as the op's. */
@@ -438,7 +437,7 @@ static inline __attribute__((always_inline)) float row_exp(int scaling, int bias
     store_tail(y, n, exp16(z_tail(scaling, biased, p, x, b, n) - max));
     sums[1] += load_tail(y, n, -0.0f);
   }
-  return 0.0f + lane_sum((sums[0] + sums[1]) + (sums[2] + sums[3]));
+  return 0.0f + softmax_lanes(SUM, (sums[0] + sums[1]) + (sums[2] + sums[3]));
 }
 
 /* e / sum, as shlo-reciprocal-division computes it, by the reciprocal: sum is in
