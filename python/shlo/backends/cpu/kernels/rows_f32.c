@@ -463,14 +463,28 @@ static inline __attribute__((always_inline)) void softmax_rows(
   for (int k = 0; k < count; k++) row_divide(p, sum[k], y[k]);
 }
 
-/* The offset of row r by these strides, its indices by p's row sizes. */
-static int64_t row_offset(const Softmax *p, const int64_t strides[3], int64_t r) {
-  int64_t offset = 0;
+/* A row's three indices, by p's row sizes (the last fastest): found once by division,
+ * then stepped row by row. Divided for every row, softmax over [65536, 16] took 0.99 ms
+ * on one thread instead of 0.88. */
+typedef struct {
+  int64_t index[3];
+} RowIndices;
+
+static RowIndices row_indices(const Softmax *p, int64_t r) {
+  RowIndices at;
   for (int d = 2; d >= 0; d--) {
-    offset += r % p->row_sizes[d] * strides[d];
+    at.index[d] = r % p->row_sizes[d];
     r /= p->row_sizes[d];
   }
-  return offset;
+  return at;
+}
+
+static void next_row(const Softmax *p, RowIndices *at) {
+  for (int d = 2; d >= 0 && ++at->index[d] == p->row_sizes[d]; d--) at->index[d] = 0;
+}
+
+static int64_t row_offset(const RowIndices *at, const int64_t strides[3]) {
+  return at->index[0] * strides[0] + at->index[1] * strides[1] + at->index[2] * strides[2];
 }
 
 enum { MOST_TRANSPOSED_COLUMNS = 4096 }; /* rows of a transposed result: on the stack */
@@ -498,16 +512,19 @@ static void softmax_part(const Softmax *p, int64_t part, int64_t parts) {
   /* A transposed result's row is computed here, then written as a column of it. */
   float row[p->column_stride == 1 ? 1 : MOST_TRANSPOSED_COLUMNS];
   int paired = p->column_stride == 1 && n <= MOST_PAIRED_COLUMNS;
-  for (int64_t r = p->rows * part / parts; r < last;) {
+  int64_t first = p->rows * part / parts;
+  RowIndices at = row_indices(p, first);
+  for (int64_t r = first; r < last;) {
     int count = paired && r + 1 < last ? 2 : 1;
     if (paired && n <= MOST_COLUMNS_IN_FOURS && r + 3 < last) count = 4;
     const float *x[4], *b[4];
     float *y[4], *out[4];
     for (int k = 0; k < count; k++) {
       x[k] = p->x + (r + k) * n;
-      b[k] = p->bias == NULL ? NULL : p->bias + row_offset(p, p->bias_strides, r + k);
-      y[k] = p->y + row_offset(p, p->result_strides, r + k);
+      b[k] = p->bias == NULL ? NULL : p->bias + row_offset(&at, p->bias_strides);
+      y[k] = p->y + row_offset(&at, p->result_strides);
       out[k] = p->column_stride == 1 ? y[k] : row;
+      next_row(p, &at);
     }
     if (count == 4)
       softmax_rows_of(4, p, x, b, out);
