@@ -120,13 +120,14 @@ def replace_with_placeholder(
 
 
 def erase_with_unused_inits(op: ir.Operation | None) -> None:
-    """``op`` when nothing uses it, then the ``tensor.empty`` it wrote into when unused."""
+    """``op`` when nothing uses it, then what it wrote into (a ``linalg.fill`` or a
+    ``tensor.empty``) when that is unused too, and so on."""
     if op is None or any(len(list(result.uses)) for result in op.results):
         return
-    init = defining_op(op.operands[len(op.operands) - 1])
+    init = defining_op(op.operands[len(op.operands) - 1]) if len(op.operands) else None
     op.erase()
-    if init is not None and init.name == "tensor.empty" and not len(list(init.results[0].uses)):
-        init.erase()
+    if init is not None and init.name in ("linalg.fill", "tensor.empty"):
+        erase_with_unused_inits(init)
 
 
 _SCALARS = "shlo.kernel_arguments"

@@ -47,18 +47,20 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir, tensor
-from shlo.ir_utils import linalg_generic_parts, ops_named, rebuild_generic, static_shape
+from shlo.ir_utils import (
+    linalg_generic_parts,
+    ops_named,
+    rebuild_generic,
+    result_dims,
+    static_shape,
+)
 from shlo.pass_framework import Pass
 
 
 def _dims(map_: ir.AffineMap) -> list[int] | None:
     """The loop each result of ``map_`` reads; None unless each reads a loop of its own."""
-    dims = []
-    for expr in map_.results:
-        if not isinstance(expr, ir.AffineDimExpr):
-            return None
-        dims.append(ir.AffineDimExpr(expr).position)
-    return dims if len(set(dims)) == len(dims) else None
+    dims = result_dims(map_)
+    return dims if dims is not None and len(set(dims)) == len(dims) else None
 
 
 def loop_groups(maps: Sequence[list[int]], loops: int) -> list[list[int]]:

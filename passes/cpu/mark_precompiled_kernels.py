@@ -28,11 +28,9 @@ codegen recipes and fusion leave the opaque call alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 from shlo._mlir_compat import ir
 from shlo.ir_utils import (
     constant_float,
@@ -40,6 +38,7 @@ from shlo.ir_utils import (
     defining_op,
     has_default_matmul_maps,
     ops_named,
+    row_major_strides,
     static_shape,
 )
 from shlo.pass_framework import Pass
@@ -78,10 +77,6 @@ def _zero_fill(value: ir.Value) -> ir.Operation | None:
     return fill
 
 
-def _row_major_strides(shape: Sequence[int]) -> list[int]:
-    return [int(np.prod(shape[i + 1 :], dtype=np.int64)) for i in range(len(shape))]
-
-
 def _all_static_f32(op: ir.Operation) -> bool:
     return len(op.results) == 1 and all(
         static_shape(value) is not None and _is_f32(value) for value in op.operands
@@ -118,14 +113,14 @@ def _matmul_operand(matmul: ir.Operation, value: ir.Value) -> _Operand:
         and static_shape(parts.inputs[0]) is not None
     ):
         source = parts.inputs[0]
-        source_strides = _row_major_strides(static_shape(source))
+        source_strides = row_major_strides(static_shape(source))
         strides = [0] * len(shape)
         # The transpose's result dimension d reads the source's dimension j where the
         # input map's result j is d.
         for j, result in enumerate(parts.input_maps[0].results):
             strides[ir.AffineDimExpr(result).position] = source_strides[j]
         return _Operand(source, strides, producer)
-    return _Operand(value, _row_major_strides(shape))
+    return _Operand(value, row_major_strides(shape))
 
 
 def _mark_matmul(module: ir.Operation, op: ir.Operation, index: int) -> None:

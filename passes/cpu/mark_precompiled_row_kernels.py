@@ -52,6 +52,8 @@ from shlo.ir_utils import (
     defining_op,
     linalg_generic_parts,
     ops_named,
+    result_dims,
+    row_major_strides,
     static_shape,
 )
 from shlo.pass_framework import Pass
@@ -76,14 +78,16 @@ def _f32_bits(value: float) -> int:
     return int(np.float32(value).view(np.uint32))
 
 
-def _generic(value: ir.Value, inputs: int) -> tuple[ir.Operation, GenericParts] | None:
-    """The ``linalg.generic`` of ``inputs`` static f32 inputs and one result that defines
-    ``value``, and its parts."""
+def _generic(
+    value: ir.Value, inputs: int | None = None
+) -> tuple[ir.Operation, GenericParts] | None:
+    """The ``linalg.generic`` of static f32 operands (``inputs`` inputs, when given) and
+    one result that defines ``value``, and its parts."""
     op = defining_op(value)
     if op is None or op.name != "linalg.generic" or len(op.results) != 1:
         return None
     parts = linalg_generic_parts(op)
-    if len(parts.inputs) != inputs or len(parts.outputs) != 1:
+    if inputs not in (None, len(parts.inputs)) or len(parts.outputs) != 1:
         return None
     for operand in op.operands:
         type_ = ir.ShapedType(operand.type)
@@ -100,25 +104,17 @@ def _body(op: ir.Operation) -> list[ir.Operation]:
     return ops[:-1]
 
 
-def _dims(affine_map: ir.AffineMap) -> list[int] | None:
-    """The loop dimensions a map's results are, if each is one."""
-    results = list(affine_map.results)
-    if not all(isinstance(result, ir.AffineDimExpr) for result in results):
-        return None
-    return [result.position for result in results]
-
-
 def _reduced_range(parts: GenericParts) -> tuple[int, int] | None:
     """[a, b): the input's dimensions that the reduction loops walk, when they are
     contiguous and the output's dimensions are the input's others, in order."""
     kinds = ["reduction" in str(kind) for kind in parts.iterator_types]
-    dims = _dims(parts.input_maps[0])
+    dims = result_dims(parts.input_maps[0])
     if dims is None or sorted(dims) != list(range(len(kinds))):
         return None
     reduced = [i for i, dim in enumerate(dims) if kinds[dim]]
     if not reduced or reduced != list(range(reduced[0], reduced[-1] + 1)):
         return None
-    if _dims(parts.output_maps[0]) != [dim for dim in dims if not kinds[dim]]:
+    if result_dims(parts.output_maps[0]) != [dim for dim in dims if not kinds[dim]]:
         return None
     return reduced[0], reduced[-1] + 1
 
@@ -157,12 +153,12 @@ def _only_used_by(value: ir.Value, *readers: ir.Operation) -> bool:
 
 
 def _is_identity(affine_map: ir.AffineMap, rank: int) -> bool:
-    return _dims(affine_map) == list(range(rank))
+    return result_dims(affine_map) == list(range(rank))
 
 
 def _is_rows(affine_map: ir.AffineMap, rank: int) -> bool:
     """The map of a value per row: every loop but the last."""
-    return _dims(affine_map) == list(range(rank - 1))
+    return result_dims(affine_map) == list(range(rank - 1))
 
 
 def _division_operands(parts: GenericParts, rank: int) -> tuple[int, int, list[int]] | None:
@@ -170,10 +166,10 @@ def _division_operands(parts: GenericParts, rank: int) -> tuple[int, int, list[i
     dimensions walk), for a division whose result may be a transpose of the rows: the
     whole input's map is a permutation, and the per-row one's its rows."""
     for per_row, whole in ((0, 1), (1, 0)):
-        order = _dims(parts.input_maps[whole])
+        order = result_dims(parts.input_maps[whole])
         if order is None or sorted(order) != list(range(rank)):
             continue
-        if _dims(parts.input_maps[per_row]) == order[:-1]:
+        if result_dims(parts.input_maps[per_row]) == order[:-1]:
             return per_row, whole, order
     return None
 
@@ -249,7 +245,7 @@ def _bias_strides(bias: ir.Value, bias_map: ir.AffineMap, shape: list[int]) -> l
     if not isinstance(results[-1], ir.AffineDimExpr) or results[-1].position != rank - 1:
         return None
     strides = [0] * (rank - 1)
-    for result, size, stride in zip(results[:-1], bias_shape, _row_major(bias_shape)):
+    for result, size, stride in zip(results[:-1], bias_shape, row_major_strides(bias_shape)):
         if isinstance(result, ir.AffineDimExpr) and result.position < rank - 1:
             strides[result.position] = stride
         elif not (isinstance(result, ir.AffineConstantExpr) and result.value == 0 and size == 1):
@@ -277,17 +273,13 @@ def _three_row_dimensions(
     return [size for size, _ in kept], [[step[i] for _, step in kept] for i in range(len(strides))]
 
 
-def _row_major(shape: list[int]) -> list[int]:
-    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
-
-
 def _softmax(divide: ir.Operation) -> _Softmax | None:
     """The softmax whose last op is ``divide``, if it is one."""
     found = _generic(divide.results[0], 2)
-    shape = static_shape(divide.results[0])
-    if found is None or not shape or not found[1].all_parallel:
+    result_shape = static_shape(divide.results[0])
+    if found is None or not result_shape or not found[1].all_parallel:
         return None
-    parts, rank = found[1], len(shape)
+    parts, rank = found[1], len(result_shape)
     body, operands = _body(divide), _division_operands(parts, rank)
     if len(body) != 1 or body[0].name != "arith.divf" or operands is None:
         return None
@@ -298,14 +290,13 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
         return None
     sum_value, e = parts.inputs[per_row], parts.inputs[whole]
     # The result's stride along each dimension of e, which the division may transpose.
-    result_strides = [_row_major(shape)[loop] for loop in order]
-    shape = static_shape(e)
+    result_strides = [row_major_strides(result_shape)[loop] for loop in order]
     total = _reduction(sum_value)
     if total is None or total[2] != "arith.addf" or total[3] != (rank - 1, rank):
         return None
     if total[1].inputs[0] != e or _fill_value(total[1].outputs[0]) != 0.0:
         return None
-    exp = _generic(e, len(_generic_inputs(e)))
+    exp = _generic(e)
     if exp is None or not exp[1].all_parallel:
         return None
     exp_op, exp_parts = exp
@@ -321,7 +312,7 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
     max_value = exp_parts.inputs[max_index]
     if not _is_rows(exp_parts.input_maps[max_index], rank):
         return None
-    most = _generic(max_value, len(_generic_inputs(max_value)))
+    most = _generic(max_value)
     if most is None or not _reduces_rows(most[1], rank):
         return None
     most_op, most_parts = most
@@ -347,7 +338,7 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
         return None
     bias_strides = [0] * (rank - 1)
     if exp_input.bias is not None:
-        bias_strides = _bias_strides(exp_input.bias, exp_input.bias_map, shape)
+        bias_strides = _bias_strides(exp_input.bias, exp_input.bias_map, static_shape(e))
         if bias_strides is None:
             return None
     ops = [divide, total[0], exp_op, most_op]
@@ -372,14 +363,6 @@ def _softmax(divide: ir.Operation) -> _Softmax | None:
         softmax.ops.append(scaling[0])
         softmax.x, softmax.scaling, softmax.factor = scaling[1], scaling[2], scaling[3]
     return softmax
-
-
-def _generic_inputs(value: ir.Value) -> list[ir.Value]:
-    """The inputs of the ``linalg.generic`` that defines ``value``, if one does."""
-    op = defining_op(value)
-    if op is None or op.name != "linalg.generic":
-        return []
-    return linalg_generic_parts(op).inputs
 
 
 def _reduces_rows(parts: GenericParts, rank: int) -> bool:
@@ -475,10 +458,7 @@ class MarkPrecompiledRowKernelsPass(Pass):
             replace_with_placeholder(module, op, SOFTMAX_KERNEL, operands, scalars, index)
             index += 1
             for dead in softmax.ops[1:]:
-                fill = defining_op(dead.operands[len(dead.operands) - 1])
                 erase_with_unused_inits(dead)
-                if fill is not None and fill.name == "linalg.fill":
-                    erase_with_unused_inits(fill)
         for op in ops_named(module, "linalg.generic"):
             scalars = _standalone_reduction(op)
             if scalars is None:

@@ -6,6 +6,7 @@ by name and built with ``ir.Operation.create``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -487,6 +488,19 @@ def string_value(attribute: ir.Attribute) -> str:
     input), which would surface as an internal error.
     """
     return ir.StringAttr(attribute).value_bytes.decode(errors="replace")
+
+
+def result_dims(affine_map: ir.AffineMap) -> list[int] | None:
+    """The loop each result of ``affine_map`` is; None unless each is a loop."""
+    results = list(affine_map.results)
+    if not all(isinstance(result, ir.AffineDimExpr) for result in results):
+        return None
+    return [result.position for result in results]
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """Each dimension's stride, in elements, in a dense row-major array of ``shape``."""
+    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
 
 def callee_name(call: ir.Operation) -> str:
