@@ -27,11 +27,11 @@ from shlo.backends.cuda.ptx import (
     libdevice_path,
     llvm_ir_to_ptx,
     ptx_to_cubin,
-    to_llvmlite_syntax,
 )
 from shlo.diagnostics import ShloError
 from shlo.io import parse_module
 from shlo.ir_utils import ops_named
+from shlo.llvmlite_ir import to_llvmlite_syntax
 from shlo.pipeline import run_pipeline
 
 ARCHS = ("sm_80", "sm_90")
