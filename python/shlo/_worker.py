@@ -293,6 +293,19 @@ def _try_fast_walks() -> None:
         pass
 
 
+_glue_codegen_tried = False
+
+
+def _prepare_glue_codegen() -> None:
+    """The target machine that compiles glue-only modules (``glue_codegen``), about
+    30 ms, before a request needs it."""
+    global _glue_codegen_tried
+    _glue_codegen_tried = True
+    from shlo.backends.cpu import glue_codegen
+
+    glue_codegen.prepare()
+
+
 def _request_waiting() -> bool:
     return bool(select.select([0], [], [], 0)[0])
 
@@ -338,6 +351,8 @@ def main() -> None:
         # Building it takes about 40 ms: not while a request waits.
         if not _fast_walks_tried and not _request_waiting():
             _try_fast_walks()
+        if not _glue_codegen_tried and not _request_waiting():
+            _prepare_glue_codegen()
         if context is not None:
             _prepare_pass_managers(context)
         # Last, and not while a request waits: each takes about 2 ms.

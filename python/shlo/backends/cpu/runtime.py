@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from shlo._mlir_compat import ExecutionEngine, ir, new_context, write_object_file
-from shlo.backends.cpu import object_loader, precompiled
+from shlo.backends.cpu import glue_codegen, object_loader, precompiled
 from shlo.c_build import build_once
 from shlo.diagnostics import ShloError
 from shlo.dtypes import numpy_dtype
@@ -445,8 +445,12 @@ def _object_code(
     object keeps the unresolved references for the real link. ``exported``:
     the functions it defines that another object calls. Every other function
     it defines gets internal linkage (``internalize``), in ``module`` itself.
+    A module that is only glue skips the JIT where ``glue_codegen`` can take it.
     """
     internalize(module, {symbol, *exported})
+    glue = glue_codegen.object_code(module, symbol)
+    if glue is not None:
+        return glue
     symbols = _allocation_functions()
     placeholder = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p).value
     symbols.update((name, placeholder) for name in (*elsewhere, *precompiled.SYMBOLS))
