@@ -7,7 +7,7 @@ for every module (a JIT, a target machine, the host's CPU features): that
 was 3.6 of the 5.3 ms it took for the bench matmul's module. Here llvmlite's
 LLVM compiles such a module with a target machine made once per process
 (``prepare``: the worker makes it while it waits for its first request,
-anywhere else the first glue module does), in 1.7 ms.
+anywhere else the first glue module does), in 1.2 ms.
 
 Modules with kernels stay with the ExecutionEngine, whose LLVM is MLIR's
 own. On those, llvmlite's older LLVM was slower at -O2 (the bench MLP's
@@ -55,7 +55,9 @@ def prepare() -> bool:
                 _machine = llvm.Target.from_default_triple().create_target_machine(
                     cpu=llvm.get_host_cpu_name(),
                     features=llvm.get_host_cpu_features().flatten(),
-                    opt=2,
+                    # Glue is optnone: -O0's far shorter pass pipeline gives it the
+                    # same code (the bench matmul's: 1.2 instead of 2.1 ms).
+                    opt=0,
                     reloc="static",
                     codemodel="large",
                 )
