@@ -25,7 +25,6 @@ import threading
 from typing import Any
 
 from shlo._mlir_compat import ir, translate_module_to_llvmir
-from shlo.diagnostics import ShloError
 from shlo.ir_utils import ops_named
 from shlo.llvmlite_ir import to_llvmlite_syntax
 
@@ -161,7 +160,7 @@ def object_code(module: ir.Module | ir.Operation, entry: str) -> bytes | None:
             llvm_module.triple = _machine.triple
             llvm_module.data_layout = str(_machine.target_data)
             return bytes(_machine.emit_object(llvm_module))
-    except (ShloError, RuntimeError):  # IR llvmlite's older LLVM cannot read
+    except Exception:  # IR llvmlite's older LLVM cannot read: the JIT says what is wrong
         # The ExecutionEngine adds its own wrapper.
         wrapper.erase()
         return None
