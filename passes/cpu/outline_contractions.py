@@ -65,7 +65,7 @@ from shlo.backends.cpu.codegen_recipes import (
 )
 from shlo.ir_utils import copy_parts, defining_op, ops_named, static_shape
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.outline_kernels import init_chain, outline
+from shlo.passes.cpu.outline_kernels import DistinctFunctions, init_chain, outline
 
 PREFIX = "shlo_contraction_"
 # The ops the codegen recipes transform.
@@ -234,7 +234,7 @@ class OutlineContractionsPass(Pass):
     threads: int = 1
 
     def run(self, module: ir.Operation) -> None:
-        functions: dict[bytes, str] = {}
+        functions = DistinctFunctions()
         for op in ops_named(module, *CONTRACTIONS):
             parent = op.parent
             if parent is None or parent.name != "func.func" or len(op.results) != 1:

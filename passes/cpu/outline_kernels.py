@@ -56,6 +56,7 @@ from shlo.ir_utils import (
     VIEW_OPS,
     defining_op,
     is_private,
+    op_count,
     ops_named,
     string_value,
     viewed_buffer,
@@ -132,7 +133,7 @@ class OutlineKernelsPass(Pass):
     argument: ClassVar[str] = "shlo-outline-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        kernels: dict[bytes, str] = {}  # body text -> function name
+        kernels = DistinctFunctions()
 
         def outline_kernel(ops: list[ir.Operation]) -> ir.Operation:
             name = f"{KERNEL_PREFIX}{len(kernels)}"
@@ -356,19 +357,67 @@ def takes_bare_pointers(function: ir.Operation) -> bool:
     return not any(viewed_buffer(dealloc.operands[0]) in arguments for dealloc in deallocs)
 
 
+@dataclass
+class _Outlined:
+    function: ir.Operation
+    name: str
+    text: bytes | None  # None until printed
+
+
+class DistinctFunctions:
+    """The functions ``outline`` made so far, one per way they print.
+
+    Printing a kernel costs more than outlining it (the training step's 122
+    loop nests: 13.5 of shlo-outline-kernels' 43 ms). Functions that print
+    alike have as many ops and the same type, so a function is printed only
+    once an earlier one has both: most never are.
+    """
+
+    def __init__(self) -> None:
+        self._by_shape: dict[tuple[int, str], list[_Outlined]] = {}  # by op count and type
+        self._count = 0
+
+    def __len__(self) -> int:
+        """How many distinct functions there are."""
+        return self._count
+
+    def earlier_alike(self, function: ir.Operation, name: str) -> str | None:
+        """The name of an earlier function that prints like ``function`` (named
+        ``name``); None when there is none, and ``function`` joins them."""
+        shape = (op_count(function), str(function.attributes["function_type"]))
+        earlier = self._by_shape.setdefault(shape, [])
+        text = _text(function, name) if earlier else None
+        for outlined in earlier:
+            if outlined.text is None:
+                outlined.text = _text(outlined.function, outlined.name)
+            if outlined.text == text:
+                return outlined.name
+        earlier.append(_Outlined(function, name, text))
+        self._count += 1
+        return None
+
+
+def _text(function: ir.Operation, name: str) -> bytes:
+    """``function`` printed, its own name replaced."""
+    # Local scope: printing with the module's names would walk all of it. As
+    # bytes: decoding the text took a fifth of the printing's time.
+    asm = function.get_asm(binary=True, use_local_scope=True, assume_verified=True)
+    return re.sub(rb"@" + re.escape(name.encode()) + rb"\b", b"@FUNCTION", asm)
+
+
 def outline(
     module: ir.Operation,
     ops: list[ir.Operation],
     name: str,
-    functions: dict[bytes, str],
+    functions: DistinctFunctions,
     noinline: bool = False,
 ) -> ir.Operation:
     """Move ``ops`` (in order, one block) into a private function ``name``; returns the call.
 
     The call takes the place of the last op, so the results of the others must
     be used only inside ``ops``; results used after it become the function's.
-    Constants are copied in. ``functions`` maps each function's text (up to
-    its name) to its name: a function that prints like an earlier one is
+    Constants are copied in. ``functions`` holds the functions outlined
+    before: a function that prints like one of them (up to its name) is
     dropped and the call goes to that one.
 
     ``noinline`` keeps LLVM from inlining the function. Its callers are glue,
@@ -428,13 +477,8 @@ def outline(
     for value, uses in captured.items():
         for op, index in uses:
             op.operands[index] = replacements[value]
-    # Local scope: printing with the module's names would walk all of it. As
-    # bytes: decoding the text took a fifth of the printing's time.
-    asm = function.get_asm(binary=True, use_local_scope=True, assume_verified=True)
-    text = re.sub(rb"@" + re.escape(name.encode()) + rb"\b", b"@FUNCTION", asm)
-    existing = functions.get(text)
+    existing = functions.earlier_alike(function, name)
     if existing is None:
-        functions[text] = name
         return call
     call.attributes["callee"] = ir.FlatSymbolRefAttr.get(existing)
     function.erase()

@@ -42,7 +42,12 @@ from typing import ClassVar
 from shlo._mlir_compat import ir
 from shlo.ir_utils import callee_name, defining_op
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.outline_kernels import defined_functions, init_chain, outline
+from shlo.passes.cpu.outline_kernels import (
+    DistinctFunctions,
+    defined_functions,
+    init_chain,
+    outline,
+)
 
 PREFIX = "shlo_tensor_kernel_"
 # Kernels: loop nests (shlo-fuse-rows' blocks of rows) and linalg ops with a body.
@@ -111,7 +116,7 @@ class OutlineTensorKernelsPass(Pass):
         # signature (not conversely; ``outline`` compares whole functions).
         signatures = [_signature(op) for op in candidates]
         repeats = Counter(signatures)
-        kernels: dict[bytes, str] = {}  # function text -> function name
+        kernels = DistinctFunctions()
         calls: dict[str, list[ir.Operation]] = {}
         for op, signature in zip(candidates, signatures):
             if repeats[signature] > 1:
