@@ -275,8 +275,9 @@ def fuse_tree(members: list[ir.Operation]) -> ir.Operation:
     input_values: list[ir.Value] = []
     input_maps: list[ir.Attribute] = []
     input_types: list[ir.Type] = []
-    for member in members:
-        parts = linalg_generic_parts(member)
+    # Read once: fusing changes no member's operands, maps or arguments.
+    all_parts = [linalg_generic_parts(member) for member in members]
+    for member, parts in zip(members, all_parts):
         for value, map_attr, arg in zip(parts.inputs, parts.input_map_attrs, parts.input_args):
             key = (value, str(map_attr))
             if value in member_results or key in external:
@@ -285,7 +286,7 @@ def fuse_tree(members: list[ir.Operation]) -> ir.Operation:
             input_values.append(value)
             input_maps.append(map_attr)
             input_types.append(arg.type)
-    root_parts = linalg_generic_parts(root)
+    root_parts = all_parts[-1]
     attributes = attribute_dict(root)
     attributes["indexing_maps"] = ir.ArrayAttr.get(input_maps + root_parts.output_map_attrs)
     attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
@@ -304,8 +305,7 @@ def fuse_tree(members: list[ir.Operation]) -> ir.Operation:
     )
     arguments = list(block.arguments)
     yielded: dict[ir.Operation, ir.Value] = {}
-    for member in members:
-        parts = linalg_generic_parts(member)
+    for member, parts in zip(members, all_parts):
         for value, map_attr, arg in zip(parts.inputs, parts.input_map_attrs, parts.input_args):
             producer = member_results.get(value)
             replacement = (
