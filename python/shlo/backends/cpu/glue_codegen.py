@@ -3,9 +3,9 @@
 A program whose work is all in precompiled kernels (matmuls, convolutions,
 reductions, softmax) lowers to an entry that only calls them: ``optnone``
 glue, which LLVM does not optimize. The ExecutionEngine sets LLVM up again
-for every module (a JIT, a target machine, the host's CPU features): that
-was 3.6 of the 5.3 ms it took for the bench matmul's module. Here llvmlite's
-LLVM compiles such a module with a target machine made once per process
+for every module (a JIT, a target machine, the host's CPU features): most
+of the 5.3 ms it took for the bench matmul's module. Here llvmlite's LLVM
+compiles such a module with a target machine made once per process
 (``prepare``: the worker makes it while it waits for its first request,
 anywhere else the first glue module does), in 1.2 ms.
 
