@@ -104,7 +104,8 @@ def _distribution_version(name: str) -> str:
 
 @functools.cache
 def toolchain_fingerprint() -> str:
-    """shlo's and torch-mlir's versions, plus a digest of shlo's own sources.
+    """The versions of shlo and of the code generators (torch-mlir's LLVM, and
+    llvmlite's for glue-only modules), plus a digest of shlo's own sources.
 
     The digest makes an edited checkout (an editable install keeps its version)
     miss instead of returning code that its current passes would not generate.
@@ -122,6 +123,7 @@ def toolchain_fingerprint() -> str:
         [
             f"shlo {_distribution_version('shlo')}",
             f"torch-mlir {_distribution_version('torch-mlir')}",
+            f"llvmlite {_distribution_version('llvmlite')}",
             f"sources {digest.hexdigest()}",
         ]
     )

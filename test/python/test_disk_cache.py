@@ -199,6 +199,21 @@ def test_every_part_of_the_key_misses(cache: Path) -> None:
         assert len(entries(cache, "code")) == count
 
 
+@pytest.mark.parametrize("generator", ["torch-mlir", "llvmlite"])
+def test_another_code_generator_version_misses(
+    generator: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both generate the object code: MLIR's LLVM, and llvmlite's for glue-only modules.
+    before = disk_cache.toolchain_fingerprint.__wrapped__()
+    real = disk_cache._distribution_version
+    monkeypatch.setattr(
+        disk_cache,
+        "_distribution_version",
+        lambda name: "0.0.0-other" if name == generator else real(name),
+    )
+    assert disk_cache.toolchain_fingerprint.__wrapped__() != before
+
+
 def test_an_edited_file_is_compiled_again(cache: Path, tmp_path: Path) -> None:
     path = tmp_path / "program.mlir"
     path.write_text(PROGRAM)
