@@ -91,6 +91,20 @@ def test_the_loader_takes_glue_objects_without_a_linker() -> None:
     image.release()
 
 
+def test_glue_objects_link_with_ld_too(glue_objects, monkeypatch) -> None:
+    # The path shlo-compile's objects and any loader-declined code take.
+    monkeypatch.setattr(runtime, "_LOAD_WITHOUT_LINKER", False)
+    x, w = _random(32, 48), _random(48, 16, seed=3)
+    lowered = _lowered(_matmul_and_softmax, x, w)
+    code = runtime.compile_object(lowered.llvm_bytecode)
+    assert glue_objects == [code]
+    product, softmax = runtime.LoadedFunction(code, lowered.input_types, lowered.result_types)(
+        [x, w]
+    )
+    np.testing.assert_allclose(product, x.astype(np.float64) @ w, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(softmax, jax.nn.softmax(x, axis=-1), rtol=1e-5, atol=1e-6)
+
+
 def test_modules_with_generated_kernels_stay_with_the_execution_engine() -> None:
     lowered = _lowered(lambda x: jnp.tanh(x) * 2.0 + 1.0, _random(64, 64))
     module = _module(lowered.llvm_bytecode)
