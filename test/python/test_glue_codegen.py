@@ -145,6 +145,21 @@ def test_large_globals_stay_with_the_execution_engine(elements: int, glue: bool)
     assert glue_codegen.only_glue(module) is glue
 
 
+COMPLEX_GLOBAL_MODULE = """
+llvm.mlir.global private constant @table(dense<(0.0, 1.0)> : tensor<4xcomplex<f32>>)
+    : !llvm.array<4 x struct<(f32, f32)>>
+llvm.func @main(%arg0: !llvm.ptr) attributes {passthrough = ["noinline", "optnone"]} {
+  llvm.return
+}
+"""
+
+
+def test_complex_globals_the_bindings_cannot_read_stay_with_the_execution_engine() -> None:
+    # Complex Cholesky factorizations' glue holds one (test_lower_cholesky).
+    module = ir.Module.parse(COMPLEX_GLOBAL_MODULE, new_context())
+    assert not glue_codegen.only_glue(module)
+
+
 def test_a_compile_through_the_worker_matches_jax() -> None:
     x, w = _random(128, 64), _random(64, 48, seed=2)
     exported = export.export(jax.jit(_matmul_and_softmax), platforms=["cpu"])(x, w)

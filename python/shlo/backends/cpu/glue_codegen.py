@@ -78,7 +78,10 @@ def _is_optnone(function: ir.Operation) -> bool:
 def _small_global(op: ir.Operation) -> bool:
     if "value" not in op.attributes:
         return len(op.regions[0].blocks) == 0 or len(op.regions[0].blocks[0].operations) < 64
-    value = op.attributes["value"]
+    try:
+        value = op.attributes["value"]
+    except TypeError:  # the bindings cannot read dense complex values: the JIT takes them
+        return False
     if isinstance(value, ir.DenseElementsAttr):
         return math.prod(ir.ShapedType(value.type).shape) <= MAX_GLOBAL_ELEMENTS
     if isinstance(value, ir.StringAttr):
