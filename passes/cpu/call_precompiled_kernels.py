@@ -50,13 +50,13 @@ PLACEHOLDER = "shlo_precompiled_"
 _KERNEL = "shlo.kernel"
 
 
-def _declare(module: ir.Operation, kernel: str, pointers: int, scalars: int) -> None:
-    """``func.func private @<kernel>``, taking bare pointers, once per module."""
+def _declare(module: ir.Operation, kernel: str, pointees: Sequence[ir.Type], scalars: int) -> None:
+    """``func.func private @<kernel>``, taking bare pointers to ``pointees``, once per module."""
     body = module.regions[0].blocks[0]
     for op in body.operations:
         if op.operation.name == "func.func" and string_value(op.attributes["sym_name"]) == kernel:
             return
-    pointer = ir.MemRefType.get([], ir.F32Type.get())
+    pointers = [ir.MemRefType.get([], pointee) for pointee in pointees]
     i64 = ir.IntegerType.get_signless(64)
     with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
         ir.Operation.create(
@@ -64,7 +64,7 @@ def _declare(module: ir.Operation, kernel: str, pointers: int, scalars: int) -> 
             attributes={
                 "sym_name": ir.StringAttr.get(kernel),
                 "function_type": ir.TypeAttr.get(
-                    ir.FunctionType.get([pointer] * pointers + [i64] * scalars, [])
+                    ir.FunctionType.get(pointers + [i64] * scalars, [])
                 ),
                 "sym_visibility": ir.StringAttr.get("private"),
                 "llvm.bareptr": ir.UnitAttr.get(),
@@ -75,8 +75,9 @@ def _declare(module: ir.Operation, kernel: str, pointers: int, scalars: int) -> 
 
 def _start(buffer: ir.Value) -> ir.Value:
     """A 0-d view of ``buffer``'s first element: the bare pointer the kernel takes."""
+    element = ir.MemRefType(buffer.type).element_type
     return memref.ReinterpretCastOp(
-        ir.MemRefType.get([], ir.F32Type.get()), buffer, [], [], [], [0], [], []
+        ir.MemRefType.get([], element), buffer, [], [], [], [0], [], []
     ).result
 
 
@@ -119,6 +120,17 @@ def replace_with_placeholder(
     op.erase()
 
 
+def first_free_index(module: ir.Operation) -> int:
+    """A placeholder number no placeholder in ``module`` has (an earlier pass's)."""
+    names = [
+        ir.StringAttr(op.attributes["sym_name"]).value
+        for op in module.regions[0].blocks[0].operations
+        if op.operation.name == "func.func"
+    ]
+    numbers = [int(n[len(PLACEHOLDER) :]) for n in names if n.startswith(PLACEHOLDER)]
+    return max(numbers, default=-1) + 1
+
+
 def erase_with_unused_inits(op: ir.Operation | None) -> None:
     """``op`` when nothing uses it, then what it wrote into (a ``linalg.fill`` or a
     ``tensor.empty``) when that is unused too, and so on."""
@@ -139,13 +151,14 @@ def _expand(module: ir.Operation, call: ir.Operation, threads: int) -> None:
     result_type = ir.RankedTensorType(call.results[0].type)
     kernel = string_value(call.attributes[_KERNEL])
     values = [*ir.DenseI64ArrayAttr(call.attributes[_SCALARS]), threads]
-    _declare(module, kernel, len(call.operands) + 1, len(values))
+    elements = [ir.ShapedType(value.type).element_type for value in call.operands]
+    _declare(module, kernel, [*elements, ir.F32Type.get()], len(values))
     with call.location, ir.InsertionPoint(call):
         buffers = [
             bufferization.ToBufferOp(
-                ir.MemRefType.get(static_shape(value), ir.F32Type.get()), value, read_only=True
+                ir.MemRefType.get(static_shape(value), element), value, read_only=True
             ).result
-            for value in call.operands
+            for value, element in zip(call.operands, elements, strict=True)
         ]
         result = memref.AllocOp(
             ir.MemRefType.get(list(result_type.shape), ir.F32Type.get()), [], [], alignment=64

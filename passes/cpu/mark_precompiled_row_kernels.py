@@ -58,8 +58,8 @@ from shlo.ir_utils import (
 )
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.call_precompiled_kernels import (
-    PLACEHOLDER,
     erase_with_unused_inits,
+    first_free_index,
     replace_with_placeholder,
 )
 
@@ -427,17 +427,6 @@ def _standalone_reduction(op: ir.Operation) -> list[int] | None:
     return [outer, reduced, inner, REDUCTIONS[combine], _f32_bits(init)]
 
 
-def _first_free_index(module: ir.Operation) -> int:
-    """A placeholder number no placeholder of ``shlo-mark-precompiled-kernels`` has."""
-    names = [
-        ir.StringAttr(op.attributes["sym_name"]).value
-        for op in module.regions[0].blocks[0].operations
-        if op.operation.name == "func.func"
-    ]
-    numbers = [int(n[len(PLACEHOLDER) :]) for n in names if n.startswith(PLACEHOLDER)]
-    return max(numbers, default=-1) + 1
-
-
 @dataclass(frozen=True)
 class MarkPrecompiledRowKernelsPass(Pass):
     """Replace f32 softmax and reductions by calls of opaque placeholders."""
@@ -445,7 +434,7 @@ class MarkPrecompiledRowKernelsPass(Pass):
     argument: ClassVar[str] = "shlo-mark-precompiled-row-kernels"
 
     def run(self, module: ir.Operation) -> None:
-        index = _first_free_index(module)
+        index = first_free_index(module)
         for op in ops_named(module, "linalg.generic"):
             softmax = _softmax(op)
             if softmax is None:
