@@ -26,12 +26,14 @@ MATMUL = "shlo_matmul_f32"
 CONV2D = "shlo_conv2d_f32"
 REDUCE = "shlo_reduce_f32"
 SOFTMAX = "shlo_softmax_f32"
-SYMBOLS = (MATMUL, CONV2D, REDUCE, SOFTMAX)
+ELEMENTWISE = "shlo_elementwise_f32"
+SYMBOLS = (MATMUL, CONV2D, REDUCE, SOFTMAX, ELEMENTWISE)
 # One translation unit, in this order: the convolutions and the row kernels use the
-# matmuls' thread entry points and vector types.
+# matmuls' thread entry points and vector types, the elementwise kernel the row
+# kernels' vector helpers and exp.
 _SOURCES = tuple(
     Path(__file__).with_name("kernels") / name
-    for name in ("matmul_f32.c", "conv2d_f32.c", "rows_f32.c")
+    for name in ("matmul_f32.c", "conv2d_f32.c", "rows_f32.c", "elementwise_f32.c")
 )
 _FLAGS = ["-O3", "-march=native", "-fPIC"]
 
