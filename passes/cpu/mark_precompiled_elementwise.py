@@ -41,16 +41,14 @@ its generated code.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import arith, ir
-from shlo.ir_utils import linalg_generic_parts, ops_named, static_shape
+from shlo.ir_utils import linalg_generic_parts, ops_named, row_major_strides, static_shape
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.call_precompiled_kernels import replace_with_placeholder
-from shlo.passes.cpu.mark_precompiled_row_kernels import first_free_index
+from shlo.passes.cpu.call_precompiled_kernels import first_free_index, replace_with_placeholder
 
 KERNEL = "shlo_elementwise_f32"
 # kernels/elementwise_f32.c's limits and step codes.
@@ -91,7 +89,7 @@ def _f32_constant(value: ir.Value) -> int | None:
 def _strides(affine_map: ir.AffineMap, shape: list[int], loops: int) -> list[int] | None:
     """The input's stride along each loop (0: broadcast), when it reads in loop order."""
     strides = [0] * loops
-    row_major = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+    row_major = row_major_strides(shape)
     last = -1
     for dim, expr in enumerate(affine_map.results):
         if isinstance(expr, ir.AffineDimExpr):
@@ -220,15 +218,23 @@ def _program(op: ir.Operation, inputs: list[ir.Value]) -> tuple[_Program, Operan
         operand_of[value] = ("slot", chain.slot)
         return True
 
+    def known(value: ir.Value) -> bool:
+        """Whether ``value`` is an operand, taking a constant defined outside the body."""
+        if value not in operand_of:
+            bits = _f32_constant(value)
+            constant = None if bits is None else program.constant(bits)
+            if constant is None:
+                return False
+            operand_of[value] = constant
+        return True
+
     free: list[int] = []
     for index, inner in enumerate(body[:-1]):
         name = inner.operation.name
         result = inner.results[0] if len(inner.results) == 1 else None
         if name == "arith.constant":
-            bits = _f32_constant(result)
-            if bits is None or (constant := program.constant(bits)) is None:
+            if not known(result):
                 return None
-            operand_of[result] = constant
             continue
         code = BINARY.get(name, UNARY.get(name))
         if code is None or result is None or not isinstance(result.type, ir.F32Type):
@@ -243,12 +249,8 @@ def _program(op: ir.Operation, inputs: list[ir.Value]) -> tuple[_Program, Operan
         if not continues:
             if chain is not None and not close(index):
                 return None
-            for operand in operands:
-                if operand not in operand_of:
-                    bits = _f32_constant(operand)  # defined outside the body
-                    if bits is None or (constant := program.constant(bits)) is None:
-                        return None
-                    operand_of[operand] = constant
+            if not all(known(operand) for operand in operands):
+                return None
             chain = _Chain(operand_of[operands[0]])
             program.chains.append(chain)
             value = operands[0]
@@ -259,13 +261,10 @@ def _program(op: ir.Operation, inputs: list[ir.Value]) -> tuple[_Program, Operan
             other = second if first == value else first
             if other == value:
                 chain.steps.append([code, ("value",), 0])
-            else:
-                if other not in operand_of:
-                    bits = _f32_constant(other)
-                    if bits is None or (constant := program.constant(bits)) is None:
-                        return None
-                    operand_of[other] = constant
+            elif known(other):
                 chain.steps.append([code, operand_of[other], int(first != value)])
+            else:
+                return None
         value = result
     yielded = list(body[-1].operands)
     if chain is None or len(yielded) != 1 or not close(len(body) - 1):
