@@ -269,11 +269,56 @@ def refuse_negative_chlo_broadcast_dimensions(data: bytes, filename: str) -> Non
             )
 
 
+# A convolution's dimension numbers in text (the op's `dim_numbers = ...` or a
+# `#stablehlo.conv<...>` attribute): the input's, the kernel's and the output's lists.
+_CONVOLUTION_DIMENSIONS = re.compile(
+    rb"(?:dim_numbers\s*=\s*|#stablehlo\.conv<)(\[[^\]]*\])\s*x\s*(\[[^\]]*\])\s*->\s*(\[[^\]]*\])"
+)
+
+
+def refuse_out_of_range_convolution_dimensions(data: bytes, filename: str) -> None:
+    """ShloError at the first entry of a convolution's dimension numbers that no dimension
+    of its list has (a list of n entries names n dimensions, so its spatial ones are
+    below n).
+
+    StableHLO's parser sizes a vector by the largest entry before it checks
+    them: 2^31 aborted the process out of memory, 10^10 on SmallVector's
+    limit (found by the fuzzer). Smaller wrong entries get the parser's own
+    message. Bytecode and text without such lists pass.
+    """
+    if data.startswith(BYTECODE_MAGIC) or (
+        b"dim_numbers" not in data and b"#stablehlo.conv<" not in data
+    ):
+        return
+    for number, line in enumerate(data.splitlines(), 1):
+        for match in _CONVOLUTION_DIMENSIONS.finditer(line):
+            for group in (1, 2, 3):
+                entries = match.group(group)[1:-1].split(b",")
+                column = match.start(group) + 2  # 1-based, past the bracket
+                for entry in entries:
+                    token = entry.strip()
+                    if token.isdigit() and int(token) >= len(entries):
+                        raise _error_in(
+                            filename,
+                            f"convolution dimension {token.decode()} is out of range: "
+                            f"its list names {len(entries)} dimensions",
+                            number,
+                            column + len(entry) - len(entry.lstrip()),
+                        )
+                    column += len(entry) + 1
+
+
+def refuse_what_the_parser_crashes_on(data: bytes, filename: str) -> None:
+    """ShloError for text that MLIR's parser is known to crash on, before it parses."""
+    refuse_negative_chlo_broadcast_dimensions(data, filename)
+    refuse_out_of_range_convolution_dimensions(data, filename)
+
+
 def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.Module:
     global _bytecode_reader_failed
     if not (isinstance(data, bytes) and data.startswith(BYTECODE_MAGIC)):
         text = data.encode() if isinstance(data, str) else data
-        refuse_negative_chlo_broadcast_dimensions(text, filename)
+        refuse_what_the_parser_crashes_on(text, filename)
         return _parse_text_or_bytecode(data, context, filename)
     overrun = attribute_type_table_overrun(data)
     if overrun:
@@ -347,7 +392,7 @@ def load_module(
         except OSError as error:
             raise ShloError(f"cannot read {path}: {error.strerror}") from None
         if not data.startswith(BYTECODE_MAGIC) and not shardy.has_sdy_ops(data):
-            refuse_negative_chlo_broadcast_dimensions(data, str(path))
+            refuse_what_the_parser_crashes_on(data, str(path))
             has_sdy = shardy.mentions_sdy(data)
             # parseFile keeps the real file name in every location.
             try:

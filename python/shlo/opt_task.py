@@ -29,7 +29,7 @@ from shlo.io import (
     module_to_bytecode,
     module_to_portable_artifact,
     parse_module,
-    refuse_negative_chlo_broadcast_dimensions,
+    refuse_what_the_parser_crashes_on,
 )
 from shlo.pipeline import PipelineError, build_pass_manager, explain_silent_failure
 from shlo.shardy import mentions_sdy
@@ -110,7 +110,7 @@ def _parse(chunk: Chunk, context: ir.Context) -> ir.Module:
         return parse_module(chunk.data, context, chunk.filename)
     # MLIR's own parser below: shlo.io's guard against its crashes first.
     text = chunk.data.encode() if isinstance(chunk.data, str) else chunk.data
-    refuse_negative_chlo_broadcast_dimensions(text, chunk.filename)
+    refuse_what_the_parser_crashes_on(text, chunk.filename)
     if not isinstance(chunk.data, str) and chunk.path is None:
         return parse_module(chunk.data, context, chunk.filename)
     if chunk.path is not None:

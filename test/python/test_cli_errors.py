@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import shlo
 from shlo import ShloError, new_context
+from shlo import io as shlo_io
 from shlo._mlir_compat import current_version, ir
 from shlo.io import module_to_portable_artifact, parse_module
 from shlo.tools import shlo_opt, shlo_run
@@ -375,6 +376,36 @@ def test_negative_chlo_broadcast_dimensions_are_refused_before_mlir_parses(capsy
     # Non-negative ones still parse.
     source.write_text(NEGATIVE_BROADCAST.replace("0, -1", "1"))
     assert opt(capsys, str(source))[0] == 0
+
+
+@pytest.mark.parametrize("entry", ["2147483648", "10000000000"])
+def test_out_of_range_convolution_dimensions_are_refused_before_mlir_parses(
+    capsys, tmp_path, entry
+):
+    """StableHLO's parser sizes a vector by the largest entry: 2^31 aborted the worker out
+    of memory (found by the fuzzer), 10^10 on SmallVector's limit."""
+    program = Path(__file__).parent / "fuzz_regressions" / "huge_convolution_dimension.mlir"
+    source = tmp_path / "conv.mlir"
+    source.write_text(program.read_text().replace("2147483648", entry))
+    where = (
+        f"{source}:2:57: error: convolution dimension {entry} is out of range: "
+        "its list names 4 dimensions"
+    )
+    code, _, err = opt(capsys, str(source))
+    assert (code, err.strip()) == (1, where)
+    with pytest.raises(ShloError) as error:
+        shlo.compile(str(source), entry="unchanged")
+    assert str(error.value).startswith(where.split(" error: ")[0])
+    # Dimensions in range still parse.
+    source.write_text(source.read_text().replace(entry, "0"))
+    assert opt(capsys, str(source))[0] == 0
+
+
+def test_out_of_range_dimensions_of_a_generic_convolution_attribute_are_refused() -> None:
+    line = b"  dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 7, f]>,"
+    with pytest.raises(ShloError) as error:
+        shlo_io.refuse_out_of_range_convolution_dimensions(b"module {\n" + line, "f.mlir")
+    assert str(error.value).startswith("f.mlir:2:73: error: convolution dimension 7 is out")
 
 
 def test_invalid_ir_from_the_linalg_legalization_is_an_error() -> None:
