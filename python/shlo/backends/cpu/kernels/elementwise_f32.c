@@ -11,7 +11,7 @@
  *   then each chain: slot, start, steps, steps x {op, operand, reversed}.
  * An operand v is input v (v < inputs), constant v - inputs, or else slot
  * v - inputs - constants. A chain computes a value from its start by steps, each
- * combining it with an operand (or with itself, THE_VALUE; none for a unary op),
+ * combining it with an operand (-2: the value itself; -1: none, for a unary op),
  * and writes it to its slot; the last chain's is the result, unless `result` names
  * another operand. The result is dense, of `sizes`. Each block of up to BLOCK values
  * of a row (the last dimension) goes through every chain before the next block
@@ -62,24 +62,15 @@ static inline f32x16 sqrt16(f32x16 x) {
 #endif
 }
 
-/* x / b for a b that every lane shares, by its reciprocal r (0: none): products where r
- * is a normal number, as shlo-reciprocal-division computes it (and XLA: A / broadcast(B)
- * is A * broadcast(1 / B)); a lane whose product reaches the largest float is divided.
+/* x / b for a b that every lane shares, by its normal reciprocal r (normal_reciprocal):
+ * products, as shlo-reciprocal-division computes them (and XLA: A / broadcast(B) is
+ * A * broadcast(1 / B)); a lane whose product reaches the largest float is divided.
  * (The generated code divides its whole vector then: 16 to 128 lanes.) */
 static inline f32x16 divide_by_shared(f32x16 x, float b, float r) {
-  if (r == 0.0f) return x / b;
   f32x16 z = x * r;
   i32x16 huge = (z >= splat(FLOAT_MAX)) | (z <= splat(-FLOAT_MAX));
   return any16(huge) ? select16(huge, x / b, z) : z;
 }
-
-static inline float shared_reciprocal(float b) {
-  float magnitude = __builtin_fabsf(b);
-  return magnitude >= 0x1p-126f && magnitude <= 0x1p126f ? 1.0f / b : 0.0f;
-}
-
-/* A chain's operand other than its value: none (a unary step's), or the value itself. */
-enum { NO_OPERAND = -1, THE_VALUE = -2 };
 
 /* A step's op, the start of its operand (NULL: none, or the value itself), its order
  * and a shared divisor and its reciprocal (0: none). */
@@ -172,7 +163,7 @@ static void run_chain(const int64_t *chain, const float *const *operand, const c
     int shared_divisor = s[0] == EW_DIV && !s[2] && o >= 0 && shared[o];
     float divisor = shared_divisor ? operand[o][0] : 0.0f;
     step[k] = (Step){s[0], s[2], o >= 0 ? operand[o] : NULL, divisor,
-                     shared_divisor ? shared_reciprocal(divisor) : 0.0f};
+                     shared_divisor ? normal_reciprocal(divisor) : 0.0f};
   }
   float value[BLOCK] __attribute__((aligned(64)));
   const float *x = operand[chain[1]];
