@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 from shlo._mlir_compat import arith, bufferization, ir, memref
 from shlo.ir_utils import callee_name, defining_op, ops_named, static_shape, string_value
 from shlo.pass_framework import Pass
@@ -118,6 +119,11 @@ def replace_with_placeholder(
         )
     op.results[0].replace_all_uses_with(call.results[0])
     op.erase()
+
+
+def f32_bits(value: float) -> int:
+    """The bits of ``value`` rounded to f32, as a kernel's scalar argument carries it."""
+    return int(np.float32(value).view(np.uint32))
 
 
 def first_free_index(module: ir.Operation) -> int:

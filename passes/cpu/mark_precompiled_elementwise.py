@@ -46,9 +46,19 @@ from typing import ClassVar
 
 import numpy as np
 from shlo._mlir_compat import arith, ir
-from shlo.ir_utils import linalg_generic_parts, ops_named, row_major_strides, static_shape
+from shlo.ir_utils import (
+    constant_float,
+    linalg_generic_parts,
+    ops_named,
+    row_major_strides,
+    static_shape,
+)
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.call_precompiled_kernels import first_free_index, replace_with_placeholder
+from shlo.passes.cpu.call_precompiled_kernels import (
+    f32_bits,
+    first_free_index,
+    replace_with_placeholder,
+)
 
 KERNEL = "shlo_elementwise_f32"
 # kernels/elementwise_f32.c's limits and step codes.
@@ -71,19 +81,12 @@ UNARY = {
 }
 
 
-def _f32_bits(value: float) -> int:
-    return int(np.float32(value).view(np.uint32))
-
-
 def _f32_constant(value: ir.Value) -> int | None:
     """The bits of the f32 scalar an ``arith.constant`` defines as ``value``."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+    if not isinstance(value.type, ir.F32Type):
         return None
-    attribute = owner.operation.attributes["value"]
-    if not isinstance(attribute, ir.FloatAttr) or not isinstance(value.type, ir.F32Type):
-        return None
-    return _f32_bits(ir.FloatAttr(attribute).value)
+    constant = constant_float(value)
+    return None if constant is None else f32_bits(constant)
 
 
 def _strides(affine_map: ir.AffineMap, shape: list[int], loops: int) -> list[int] | None:

@@ -44,7 +44,6 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 from shlo._mlir_compat import ir
 from shlo.ir_utils import (
     GenericParts,
@@ -59,6 +58,7 @@ from shlo.ir_utils import (
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.call_precompiled_kernels import (
     erase_with_unused_inits,
+    f32_bits,
     first_free_index,
     replace_with_placeholder,
 )
@@ -72,10 +72,6 @@ SCALINGS = {"arith.mulf": 1, "arith.divf": 2}
 TRANSPOSED_COLUMNS = 4096
 # A vector of values: fewer a row or a block of columns would not fill.
 LANES = 16
-
-
-def _f32_bits(value: float) -> int:
-    return int(np.float32(value).view(np.uint32))
 
 
 def _generic(
@@ -402,7 +398,7 @@ def _softmax_arguments(softmax: _Softmax) -> list[int] | None:
         math.prod(shape[:-1]),
         shape[-1],
         softmax.scaling,
-        _f32_bits(softmax.factor),
+        f32_bits(softmax.factor),
         int(softmax.bias is not None),
         *sizes,
         *bias_strides,
@@ -424,7 +420,7 @@ def _standalone_reduction(op: ir.Operation) -> list[int] | None:
     outer, reduced, inner = (math.prod(shape[:a]), math.prod(shape[a:b]), math.prod(shape[b:]))
     if outer * reduced * inner == 0 or (reduced if inner == 1 else inner) < LANES:
         return None
-    return [outer, reduced, inner, REDUCTIONS[combine], _f32_bits(init)]
+    return [outer, reduced, inner, REDUCTIONS[combine], f32_bits(init)]
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,19 @@ def defined_function(module: ir.Operation, name: str) -> ir.Operation | None:
     return None
 
 
+def is_optnone(function: ir.Operation) -> bool:
+    """Whether ``function`` (an ``llvm.func``, or a ``func.func`` bound for LLVM) is
+    marked ``optnone``: glue that LLVM compiles without optimizing it."""
+    attributes = function.attributes
+    name = "passthrough" if "passthrough" in attributes else "llvm.passthrough"
+    if name not in attributes:
+        return False
+    passthrough = attributes[name]
+    return isinstance(passthrough, ir.ArrayAttr) and any(
+        isinstance(a, ir.StringAttr) and a.value == "optnone" for a in passthrough
+    )
+
+
 def linalg_fill(value: ir.Value, out: ir.Value) -> ir.Value | None:
     """``linalg.fill`` of ``out`` with ``value``: the filled tensor, or None for a buffer."""
     from shlo._mlir_compat import fill_builtin_region, linalg

@@ -25,7 +25,7 @@ import threading
 from typing import Any
 
 from shlo._mlir_compat import ir, translate_module_to_llvmir
-from shlo.ir_utils import ops_named
+from shlo.ir_utils import is_optnone, ops_named
 from shlo.llvmlite_ir import to_llvmlite_syntax
 
 # A global larger than this goes through LLVM IR text twice (printed and
@@ -66,15 +66,6 @@ def prepare() -> bool:
         return _machine is not None
 
 
-def _is_optnone(function: ir.Operation) -> bool:
-    if "passthrough" not in function.attributes:
-        return False
-    passthrough = function.attributes["passthrough"]
-    return isinstance(passthrough, ir.ArrayAttr) and any(
-        isinstance(a, ir.StringAttr) and a.value == "optnone" for a in passthrough
-    )
-
-
 def _small_global(op: ir.Operation) -> bool:
     if "value" not in op.attributes:
         return len(op.regions[0].blocks) == 0 or len(op.regions[0].blocks[0].operations) < 64
@@ -96,7 +87,7 @@ def only_glue(module: ir.Module | ir.Operation) -> bool:
     for op in module.operation.regions[0].blocks[0].operations:
         op = op.operation
         if op.name == "llvm.func":
-            if len(op.regions[0].blocks) and not _is_optnone(op):
+            if len(op.regions[0].blocks) and not is_optnone(op):
                 return False
         elif op.name == "llvm.mlir.global":
             if not _small_global(op):

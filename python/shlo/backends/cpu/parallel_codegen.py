@@ -38,7 +38,7 @@ from shlo import progress
 from shlo._mlir_compat import ir
 from shlo.backends.cpu.runtime import object_archive
 from shlo.io import module_to_bytecode
-from shlo.ir_utils import is_private, op_count, ops_named
+from shlo.ir_utils import is_optnone, is_private, op_count, ops_named
 from shlo.isolation import kill_with_parent_thread
 
 # Set by the worker process (shlo._worker): only there is forking safe.
@@ -79,10 +79,7 @@ def _weight(function: ir.Operation, optnone_weight: float = _OPTNONE_WEIGHT) -> 
     The same for a ``func.func``: its lowering to the LLVM dialect grows with its ops.
     """
     ops = op_count(function)
-    attributes = function.attributes
-    passthrough = "passthrough" if "passthrough" in attributes else "llvm.passthrough"
-    glue = passthrough in attributes and "optnone" in str(attributes[passthrough])
-    return ops * optnone_weight if glue else ops
+    return ops * optnone_weight if is_optnone(function) else ops
 
 
 def _splittable(module: ir.Module) -> bool:
