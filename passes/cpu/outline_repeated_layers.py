@@ -43,6 +43,13 @@ repeats whose calls would still cut fusions are left alone (see
     return %2 : tensor<8xf32>
   }
 
+Where no run repeats op for op, the layers may still differ in small
+values computed from the function's arguments and constants alone: Flax
+BERT's layers each slice their own row of the head mask, which broke every
+repeat (its 4 layers went through the passes 4 times, 633 linalg ops
+instead of 347). Ops that differ between the copies that way move before
+the run, and each call takes its copy's result.
+
 (The example's layers have three ops; by default the pass takes layers of
 at least 24 ops and runs that save at least 200, where calls save more
 compile time than they cost.)
@@ -237,12 +244,13 @@ _FUSED = ELEMENTWISE_OPS | {
 _FUSED_WITH_PRODUCERS = frozenset(("stablehlo.reduce",))
 
 
-def _keeps_fusions(layers: list[_Layer]) -> bool:
+def _keeps_fusions(layers: list[_Layer], moved: set[ir.Operation]) -> bool:
     """Whether the calls cut no fusion but at the ends of the run.
 
     Between two layers only what is stored anyway may pass: a layer after
     the first reads, besides the layers before it, only arguments, values
-    every layer reads (computed once, as before), and results of ops that
+    every layer reads (computed once, as before), the small results of the
+    ops ``moved`` before the run, and results of ops that
     are not fused into their readers anyway (a matmul's, a reduction's); a
     layer before the last has no elementwise reader outside the run; and no
     value passed from layer to layer is an elementwise op's with one reader
@@ -261,7 +269,7 @@ def _keeps_fusions(layers: list[_Layer]) -> bool:
         for layer in layers[1:]:
             producer = defining_op(layer.inputs[position])
             if producer is not None and producer not in members and not shared:
-                if producer.name in _FUSED:
+                if producer.name in _FUSED and producer not in moved:
                     return False
     for layer in layers[:-1]:
         for op, i in layer.read_later:
@@ -406,15 +414,13 @@ def _outline_layers(module: ir.Operation, layers: list[_Layer], name: str) -> No
             op.erase()
 
 
-def _layers_at_best_cut(
-    ops: list[ir.Operation],
-    texts: list[tuple],
+def _copies_at_best_cut(
     cut_costs: np.ndarray,
     link_readers: np.ndarray,
     run: tuple[int, int, int],
     min_saved_ops: int,
-) -> list[_Layer] | None:
-    """The copies of a repeat, starting where a boundary between two stores least.
+) -> list[int] | None:
+    """Where each copy of a repeat starts, starting where a boundary between two stores least.
 
     Every rotation of a repeating stretch repeats too; the first found cuts
     GPT-2's blocks inside the attention, where a [12, 128, 128] score tensor
@@ -435,37 +441,97 @@ def _layers_at_best_cut(
     passed_on = link_readers[begin : begin + (count - 1) * length].reshape(-1, length).max(1)
     if np.all(passed_on >= ends):
         return None
-    return [
-        _layer(ops[first : first + length], texts[first : first + length])
-        for first in range(begin, begin + count * length, length)
-    ]
+    return list(range(begin, begin + count * length, length))
 
 
 def _outline_one_run(
     module: ir.Operation, block: ir.Block, name: str, min_layer_ops: int, min_saved_ops: int
 ) -> bool:
-    """Outline the run of identical layers in ``block`` that saves the most ops, if any."""
+    """Outline the run of identical layers in ``block`` that saves the most ops, if any.
+
+    Where no run repeats op for op, one more try lets the layers differ in
+    small slices of the function's arguments: Flax BERT's layers each take
+    their row of the head mask, ``slice %mask [i:i+1, 0:8]``, which broke
+    every repeat. Such an op moves before the run, and its result becomes
+    an argument of the layer.
+    """
     ops = [op.operation for op in block.operations]
     texts = [_op_text(op) for op in ops]
-    # Cheap keys for finding candidates: an op that never moves matches nothing.
-    ids: dict[tuple, int] = {}
-    keys = np.array(
-        [-1 - i if text is None else ids.setdefault(text, len(ids)) for i, text in enumerate(texts)]
-    )
-    runs = _repeats(keys, min_layer_ops, min_saved_ops)[:MAX_TRIES]
-    if not runs:
-        return False
-    cut_costs, link_readers = _cut_costs(ops)
-    for run in runs:
-        layers = _layers_at_best_cut(ops, texts, cut_costs, link_readers, run, min_saved_ops)
-        if layers is None:
-            continue
-        layers = _longest_same(layers)
-        saved = (len(layers) - 1) * len(layers[0].ops)
-        if len(layers) >= 2 and saved >= min_saved_ops and _keeps_fusions(layers):
-            _outline_layers(module, layers, name)
-            return True
+    cut_costs = link_readers = None
+    tries: list[set[int]] = [set()]
+    if movable := _movable_ops(block, ops, texts):
+        tries.append(movable)
+    for movable in tries:
+        # Cheap keys for finding candidates: an op that never moves matches nothing,
+        # and a movable one matches any op of its name and types.
+        ids: dict[tuple, int] = {}
+        keys = np.array(
+            [
+                -1 - i
+                if text is None
+                else ids.setdefault(
+                    (op.name, _types(op.results)) if i in movable else text, len(ids)
+                )
+                for i, (op, text) in enumerate(zip(ops, texts))
+            ]
+        )
+        runs = _repeats(keys, min_layer_ops, min_saved_ops)[:MAX_TRIES]
+        if runs and cut_costs is None:
+            cut_costs, link_readers = _cut_costs(ops)
+        for run in runs:
+            firsts = _copies_at_best_cut(cut_costs, link_readers, run, min_saved_ops)
+            if firsts is None:
+                continue
+            moved = _differing_positions(ops, texts, firsts, run[1])
+            if any(f + p not in movable for f in firsts for p in moved):
+                continue
+            stays = [p for p in range(run[1]) if p not in moved]
+            layers = [
+                _layer([ops[f + p] for p in stays], [texts[f + p] for p in stays]) for f in firsts
+            ]
+            layers = _longest_same(layers)
+            saved = (len(layers) - 1) * len(layers[0].ops)
+            if len(layers) < 2 or saved < min_saved_ops:
+                continue
+            first = ops.index(layers[0].ops[0]) - stays[0]
+            copies = range(first, first + len(layers) * run[1], run[1])
+            moving = [ops[copy + p] for copy in copies for p in moved]
+            # What they read must come before the run (block arguments: no producer).
+            producers = {defining_op(v) for op in moving for v in op.operands} - {None}
+            if not producers <= set(ops[:first]):
+                continue
+            if _keeps_fusions(layers, set(moving)):
+                for op in moving:
+                    op.move_before(layers[0].ops[0])
+                _outline_layers(module, layers, name)
+                return True
     return False
+
+
+# A moved op's result is stored to cross a call; one this small costs nothing to speak of.
+MAX_MOVED_ELEMENTS = 4096
+
+
+def _movable_ops(block: ir.Block, ops: list[ir.Operation], texts: list[tuple | None]) -> set[int]:
+    """Positions of the ops that may move before a run of layers: without regions,
+    never outlined otherwise, computed from ``block``'s arguments and constants
+    alone (no layer's value), and with small results."""
+    invariant = set(block.arguments)
+    movable = set()
+    for i, (op, text) in enumerate(zip(ops, texts)):
+        if text is None or len(op.regions) or not all(v in invariant for v in op.operands):
+            continue
+        invariant.update(op.results)
+        if op.name not in _COPIED and all(_elements(r) <= MAX_MOVED_ELEMENTS for r in op.results):
+            movable.add(i)
+    return movable
+
+
+def _differing_positions(
+    ops: list[ir.Operation], texts: list[tuple | None], firsts: list[int], length: int
+) -> list[int]:
+    """The positions in a copy whose op is not the same in every copy."""
+    return [p for p in range(length) if len({texts[f + p] for f in firsts}) > 1]
 
 
 def _longest_same(layers: list[_Layer]) -> list[_Layer]:

@@ -122,6 +122,48 @@ func.func @complex_constant(%x: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>
   return %o3 : tensor<2xcomplex<f32>>
 }
 
+// Each layer reads its own row of a small stacked array (Flax BERT's layers
+// each slice their row of the head mask): the slices differ from layer to
+// layer and broke every repeat. They move before the first call, which
+// takes each its slice; the layer keeps the reshape all copies share.
+// CHECK-LABEL: func.func @rows_of_a_mask
+// CHECK-SAME: (%[[RX:.+]]: tensor<8xf32>, %[[M:.+]]: tensor<3x8xf32>)
+// CHECK: %[[RN:.+]] = stablehlo.negate %[[RX]]
+// CHECK-NEXT: %[[R1:.+]] = stablehlo.slice %[[M]] [0:1, 0:8]
+// CHECK-NEXT: %[[R2:.+]] = stablehlo.slice %[[M]] [1:2, 0:8]
+// CHECK-NEXT: %[[R3:.+]] = stablehlo.slice %[[M]] [2:3, 0:8]
+// CHECK-NEXT: %[[Q1:.+]] = call @shlo_layer_2(%[[R1]], %[[RN]]) {no_inline}
+// CHECK-NEXT: %[[Q2:.+]] = call @shlo_layer_2(%[[R2]], %[[Q1]]) {no_inline}
+// CHECK-NEXT: %[[Q3:.+]] = call @shlo_layer_2(%[[R3]], %[[Q2]]) {no_inline}
+// CHECK-NEXT: stablehlo.abs %[[Q3]]
+func.func @rows_of_a_mask(%x: tensor<8xf32>, %m: tensor<3x8xf32>) -> tensor<8xf32> {
+  %c = stablehlo.constant dense<2.0> : tensor<8xf32>
+  %n = stablehlo.negate %x : tensor<8xf32>
+  %r1 = stablehlo.slice %m [0:1, 0:8] : (tensor<3x8xf32>) -> tensor<1x8xf32>
+  %w1 = stablehlo.reshape %r1 : (tensor<1x8xf32>) -> tensor<8xf32>
+  %a1 = stablehlo.add %n, %w1 : tensor<8xf32>
+  %t1 = stablehlo.tanh %a1 : tensor<8xf32>
+  %m1 = stablehlo.multiply %a1, %c : tensor<8xf32>
+  %s1 = stablehlo.subtract %t1, %m1 : tensor<8xf32>
+  %o1 = stablehlo.add %s1, %n : tensor<8xf32>
+  %r2 = stablehlo.slice %m [1:2, 0:8] : (tensor<3x8xf32>) -> tensor<1x8xf32>
+  %w2 = stablehlo.reshape %r2 : (tensor<1x8xf32>) -> tensor<8xf32>
+  %a2 = stablehlo.add %o1, %w2 : tensor<8xf32>
+  %t2 = stablehlo.tanh %a2 : tensor<8xf32>
+  %m2 = stablehlo.multiply %a2, %c : tensor<8xf32>
+  %s2 = stablehlo.subtract %t2, %m2 : tensor<8xf32>
+  %o2 = stablehlo.add %s2, %o1 : tensor<8xf32>
+  %r3 = stablehlo.slice %m [2:3, 0:8] : (tensor<3x8xf32>) -> tensor<1x8xf32>
+  %w3 = stablehlo.reshape %r3 : (tensor<1x8xf32>) -> tensor<8xf32>
+  %a3 = stablehlo.add %o2, %w3 : tensor<8xf32>
+  %t3 = stablehlo.tanh %a3 : tensor<8xf32>
+  %m3 = stablehlo.multiply %a3, %c : tensor<8xf32>
+  %s3 = stablehlo.subtract %t3, %m3 : tensor<8xf32>
+  %o3 = stablehlo.add %s3, %o2 : tensor<8xf32>
+  %r = stablehlo.abs %o3 : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
 // CHECK-LABEL: func.func private @shlo_layer_0
 // CHECK-SAME: (%[[IN:.+]]: tensor<8xf32>, %[[W:.+]]: tensor<8xf32>) -> tensor<8xf32>
 // CHECK-NEXT: %[[C:.+]] = stablehlo.constant dense<2.000000e+00>
@@ -134,4 +176,9 @@ func.func @complex_constant(%x: tensor<2xcomplex<f32>>) -> tensor<2xcomplex<f32>
 // CHECK-LABEL: func.func private @shlo_layer_1
 // CHECK-SAME: (%[[CIN:.+]]: tensor<2xcomplex<f32>>, %[[CARG:.+]]: tensor<2xcomplex<f32>>)
 // CHECK-NEXT: %[[CA:.+]] = stablehlo.add %[[CIN]], %[[CARG]]
+// CHECK-LABEL: func.func private @shlo_layer_2
+// CHECK-SAME: (%[[ROW:.+]]: tensor<1x8xf32>, %[[STREAM:.+]]: tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NEXT: stablehlo.constant dense<2.000000e+00>
+// CHECK-NEXT: %[[RW:.+]] = stablehlo.reshape %[[ROW]]
+// CHECK-NEXT: stablehlo.add %[[STREAM]], %[[RW]]
 // CHECK-NOT: func.func

@@ -3,8 +3,8 @@
 Each model is a jax function whose layers the pass turns into calls of one
 function (checked on the module after the pass), compiled by the whole CPU
 pipeline and compared with ``jax.jit``: layers that carry one or two values,
-read a value every layer shares, end in a reduction, or differ from the
-others in one place.
+read a value every layer shares, end in a reduction, differ from the
+others in one place, or each read their own row of one array.
 """
 
 from __future__ import annotations
@@ -76,6 +76,15 @@ def relu_residual(x, w, b):
     return x
 
 
+def rows_of_a_mask(x, w, b):
+    """Each layer scales by its own row of one small mask, as Flax BERT's layers
+    read their row of the head mask: a slice that differs from layer to layer."""
+    mask = jnp.cos(jnp.arange(LAYERS * WIDTH, dtype=jnp.float32)).reshape(LAYERS, WIDTH)
+    for i in range(LAYERS):
+        x = block(x, w[i], b[i]) * mask[i]
+    return x
+
+
 MODELS: dict[str, Callable] = {
     "residual_stack": residual_stack,
     "two_streams": two_streams,
@@ -83,6 +92,7 @@ MODELS: dict[str, Callable] = {
     "ends_in_a_reduction": ends_in_a_reduction,
     "one_layer_differs": one_layer_differs,
     "relu_residual": relu_residual,
+    "rows_of_a_mask": rows_of_a_mask,
 }
 
 
