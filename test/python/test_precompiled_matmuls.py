@@ -77,6 +77,9 @@ SHAPES = [
     ((129, 300), (300, 257), ""),  # k past one block of 256
     ((67, 129), (129, 300), "a"),
     ((2, 40), (40, 1000), "b"),  # few rows: the columns are split over threads
+    ((1, 300), (300, 70), ""),  # a row or a few: b read in place, row by row
+    ((6, 300), (300, 100), ""),  # up to a register tile of rows: tiles reading b in place
+    ((3, 513), (513, 40), "b"),  # a few rows by the columns of a transposed b
     ((300, 40), (40, 2), ""),
     ((3, 33, 17), (3, 17, 65), "b"),  # batches
     ((8, 64, 24), (8, 24, 40), "ab"),
@@ -104,6 +107,16 @@ def test_threads_change_no_bit() -> None:
         np.testing.assert_array_equal(
             shlo.compile(source, threads=threads, isolate=False)(*args), one
         )
+
+
+def test_a_rows_results_do_not_depend_on_how_many_rows_there_are() -> None:
+    # Few rows read b in place; more go through the panels: the same sums either way.
+    args, _ = stored_inputs((20, 300), (300, 100), seed=2)
+    a, b = args
+    many = shlo.compile(dot_source((20, 300), (300, 100)), isolate=False)(a, b)
+    for rows in (1, 2, 4, 6, 8):
+        few = shlo.compile(dot_source((rows, 300), (300, 100)), isolate=False)(a[:rows], b)
+        np.testing.assert_array_equal(few, many[:rows])
 
 
 def _llvm_text(source: str, pipeline: CpuPipeline) -> str:
