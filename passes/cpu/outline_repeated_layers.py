@@ -458,10 +458,11 @@ def _outline_one_run(
     ops = [op.operation for op in block.operations]
     texts = [_op_text(op) for op in ops]
     cut_costs = link_readers = None
-    tries: list[set[int]] = [set()]
-    if movable := _movable_ops(block, ops, texts):
-        tries.append(movable)
-    for movable in tries:
+    for relaxed in (False, True):
+        # The ops that may move are sought only once no run repeats op for op.
+        movable = _movable_ops(block, ops, texts) if relaxed else set()
+        if relaxed and not movable:
+            return False
         # Cheap keys for finding candidates: an op that never moves matches nothing,
         # and a movable one matches any op of its name and types.
         ids: dict[tuple, int] = {}
@@ -482,7 +483,8 @@ def _outline_one_run(
             firsts = _copies_at_best_cut(cut_costs, link_readers, run, min_saved_ops)
             if firsts is None:
                 continue
-            moved = _differing_positions(ops, texts, firsts, run[1])
+            # Op for op, every copy's ops are the same: only a relaxed match moves any.
+            moved = _differing_positions(ops, texts, firsts, run[1]) if relaxed else []
             if any(f + p not in movable for f in firsts for p in moved):
                 continue
             stays = [p for p in range(run[1]) if p not in moved]
