@@ -58,6 +58,23 @@ typedef struct {
   ThreadNumber thread_number;
 } Problem;
 
+/* c[rows x NR] (row stride ldc) = a register tile's sums, or += them unless first. */
+static inline __attribute__((always_inline)) void store_tile(const int rows, f32x16 acc[][2],
+                                                             float *restrict c, int64_t ldc,
+                                                             int first) {
+  for (int i = 0; i < rows; i++) {
+    f32x16_unaligned *c0 = (f32x16_unaligned *)(c + i * ldc);
+    f32x16_unaligned *c1 = (f32x16_unaligned *)(c + i * ldc + 16);
+    if (first) {
+      *c0 = acc[i][0];
+      *c1 = acc[i][1];
+    } else {
+      *c0 += acc[i][0];
+      *c1 += acc[i][1];
+    }
+  }
+}
+
 /* One register tile: c[MR x NR] (row stride ldc) = a (MR x kc, a[p * a_step + i * a_row])
  * @ b panel (kc x NR), added to c unless first. Inlined for each way of reading a. */
 static inline __attribute__((always_inline)) void register_tile(
@@ -73,17 +90,7 @@ static inline __attribute__((always_inline)) void register_tile(
       acc[i][1] += s * b1;
     }
   }
-  for (int i = 0; i < MR; i++) {
-    f32x16_unaligned *c0 = (f32x16_unaligned *)(c + i * ldc);
-    f32x16_unaligned *c1 = (f32x16_unaligned *)(c + i * ldc + 16);
-    if (first) {
-      *c0 = acc[i][0];
-      *c1 = acc[i][1];
-    } else {
-      *c0 += acc[i][0];
-      *c1 += acc[i][1];
-    }
-  }
+  store_tile(MR, acc, c, ldc, first);
 }
 
 /* This thread's panels: MC x KC of the lhs and KC x NC of the rhs, kept between calls
@@ -223,17 +230,7 @@ static inline __attribute__((always_inline)) void in_place_tile(
       acc[i][1] += s * b1;
     }
   }
-  for (int i = 0; i < rows; i++) {
-    f32x16_unaligned *c0 = (f32x16_unaligned *)(c + i * ldc);
-    f32x16_unaligned *c1 = (f32x16_unaligned *)(c + i * ldc + 16);
-    if (first) {
-      *c0 = acc[i][0];
-      *c1 = acc[i][1];
-    } else {
-      *c0 += acc[i][0];
-      *c1 += acc[i][1];
-    }
-  }
+  store_tile(rows, acc, c, ldc, first);
 }
 
 /* FEW < m <= MR rows times a row-major b (b_col == 1): a block of KC steps at a time, as
