@@ -82,6 +82,15 @@ CASES = [
     ((2, 9, 7, 5), (3, 2, 5, 37), (1, 2), ((2, 1), (0, 3)), (2, 3)),
     ((3, 17, 13, 33), (5, 5, 33, 70), (2, 3), ((0, 0), (0, 0)), (1, 1)),
     ((1, 4, 19, 1), (2, 3, 1, 3), (1, 1), ((0, 0), (1, 1)), (1, 1)),
+    # One filter row, taps side by side, no padding, deep windows: the windows are rows
+    # of the input, multiplied in place; evenly apart across rows and images (a 1x1
+    # convolution, 3 taps by 3), rows of 28 or more positions a product each: of images
+    # apart, of rows evenly apart in one image; padding after the rows: the other ways.
+    ((2, 6, 7, 256), (1, 1, 256, 40), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ((1, 4, 9, 128), (1, 3, 128, 16), (1, 3), ((0, 0), (0, 0)), (1, 1)),
+    ((2, 5, 100, 64), (1, 4, 64, 48), (2, 3), ((0, 0), (0, 0)), (1, 1)),
+    ((1, 6, 71, 128), (1, 2, 128, 40), (1, 2), ((0, 0), (0, 0)), (1, 1)),
+    ((1, 3, 40, 64), (1, 4, 64, 32), (1, 1), ((0, 2), (0, 0)), (1, 1)),
     # padding wider than the input: whole rows and columns of zeros
     ((1, 3, 2, 4), (3, 3, 4, 8), (1, 1), ((3, 3), (4, 4)), (1, 1)),
     # no input channel: zeros
@@ -132,6 +141,7 @@ def test_padding_zeros_times_infinity_are_nan(width) -> None:
         ((2, 30, 30, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1)),  # direct
         ((2, 30, 21, 24), (3, 3, 24, 40), (1, 1), ((1, 1), (1, 1)), (1, 1)),  # positions
         ((4, 1, 1, 200), (1, 1, 200, 130), (1, 1), ((0, 0), (0, 0)), (1, 1)),  # channels
+        ((1, 1, 301, 384), (1, 3, 384, 64), (1, 2), ((0, 0), (0, 0)), (1, 1)),  # in place
     ],
 )
 def test_threads_change_no_bit(shape) -> None:
@@ -190,6 +200,10 @@ def conv1d_source(x, w, stride: int, padding: tuple[int, int], dilation: int) ->
         ((1, 300, 80), (3, 80, 384), 1, (1, 1), 1),
         ((1, 301, 384), (3, 384, 384), 2, (1, 1), 1),
         ((1, 227, 24), (128, 24, 24), 1, (0, 0), 1),
+        # wav2vec2's feature encoder (512 channels, 3 taps, stride 2), shorter, and in a
+        # batch: windows read in place
+        ((1, 199, 512), (3, 512, 512), 2, (0, 0), 1),
+        ((3, 50, 96), (3, 96, 70), 2, (0, 0), 1),
     ],
 )
 def test_1d_convolutions_are_2d_ones_of_height_1(x, w, stride, padding, dilation) -> None:

@@ -27,6 +27,10 @@ enum { CONV_MR = 14 };
  * 14 x 14 x 256 0.80 against 1.34). */
 enum { DIRECT_MIN_COLUMNS = 28 };
 
+/* Windows at least this deep are multiplied in place when they are contiguous
+ * (windows_in_place). */
+enum { WINDOWS_IN_PLACE_MIN_DEPTH = 256 };
+
 typedef struct {
   const float *x, *w;
   float *y;
@@ -202,6 +206,26 @@ static void copy_windows(const Conv *p, int64_t first, int64_t last, float *wind
 
 static int64_t positions(const Conv *p) { return p->n * p->oh * p->ow; }
 
+/* Whether every position's window is a contiguous run of the input, a row of the
+ * im2col matrix already: one filter row (kh = 1), taps side by side (dw = 1), no padding,
+ * so that the matmul kernel reads the windows in place, rows sw * c apart. Deep windows
+ * only: at 512 -> 512 channels, 3 taps, stride 2 (wav2vec2's 1-D convolutions) the
+ * direct tiles, which reread a tile's input for each block of the filter, took 38 ms
+ * against 25 (shallow ones, its first convolution's 10 taps of 1 channel, stay direct).
+ * The windows of all positions are evenly apart (windows_evenly_spaced) or those of a
+ * row are, and then rows of fewer than DIRECT_MIN_COLUMNS positions, a product each,
+ * would pack the filter too often for their work. */
+static int windows_evenly_spaced(const Conv *p) {
+  return p->sh * p->width == p->ow * p->sw && (p->n == 1 || p->h == p->oh * p->sh);
+}
+
+static int windows_in_place(const Conv *p) {
+  return p->kh == 1 && p->dw == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+         read_width(p) <= p->width && (p->oh - 1) * p->sh < p->h &&
+         p->kw * p->c >= WINDOWS_IN_PLACE_MIN_DEPTH &&
+         (windows_evenly_spaced(p) || p->ow >= DIRECT_MIN_COLUMNS);
+}
+
 static void conv_part(const Conv *p, int64_t part, int64_t parts) {
   int64_t depth = p->kh * p->kw * p->c;
   if (p->method == BY_CHANNELS) {
@@ -262,6 +286,21 @@ KERNEL void shlo_conv2d_f32(const float *x, const float *w, float *y, int64_t n,
   int64_t rows = n * oh, depth = kh * kw * c, worth = positions(&p) * f * depth >> 17;
   if (depth == 0) { /* nothing to sum */
     memset(y, 0, sizeof(float) * positions(&p) * f);
+    return;
+  }
+  if (windows_in_place(&p)) {
+    /* The windows times the filter: one product of all positions, or of each row, one
+     * batch of rows evenly apart, or a batch per image. */
+    int64_t image = h * width * c, row = sh * width * c, window = sw * c;
+    if (windows_evenly_spaced(&p))
+      shlo_matmul_f32(x, w, y, 1, positions(&p), f, depth, 0, window, 1, 0, f, 1, threads);
+    else if (n == 1 || oh == 1)
+      shlo_matmul_f32(x, w, y, n * oh, ow, f, depth, oh == 1 ? image : row, window, 1, 0, f, 1,
+                      threads);
+    else
+      for (int64_t i = 0; i < n; i++)
+        shlo_matmul_f32(x + i * image, w, y + i * oh * ow * f, oh, ow, f, depth, row, window, 1,
+                        0, f, 1, threads);
     return;
   }
   if (p.threads > worth) p.threads = worth;
