@@ -7,7 +7,10 @@ update-index order. The innermost body computes the result index from the
 scatter, batching and window indices, skips it when it is out of bounds (per
 element, as the StableHLO spec and its interpreter do), and otherwise runs the
 update computation, moved inline, on 0-d tensors. Loops carry unsigned
-tensors bitcast to signless, and read indices converted to i64.
+tensors bitcast to signless, and read indices converted to i64. A
+computation of elementwise ops runs without a branch: out of bounds, the
+element at index 0 is computed and written back unchanged (a select), so
+that bufferization never allocates inside a branch (below).
 
 Whole rows at once: when the updates' last dimension is a window over all
 of the result's last dimension, which no index moves, and the update
@@ -28,17 +31,16 @@ result was a fresh buffer copied back: 4.1 ms).
   %0 = scf.for %k = %c0 to %c2 step %c1 iter_args(%acc = %x) -> (tensor<5xf32>) {
     %start = tensor.extract %i[%k, %c0] : tensor<2x1xi64>
     %in = arith.andi %start_ge_0, %start_lt_5 : i1
-    %r = scf.if %in -> (tensor<5xf32>) {
-      %a = tensor.from_elements %acc_at_start : tensor<f32>
-      %b = tensor.from_elements %u_at_k : tensor<f32>
-      %s = stablehlo.add %a, %b : tensor<f32>
-      %n = tensor.insert %s_scalar into %acc[%start_index] : tensor<5xf32>
-      scf.yield %n : tensor<5xf32>
-    } else {
-      scf.yield %acc : tensor<5xf32>
-    }
-    scf.yield %r : tensor<5xf32>
+    %j = arith.select %in, %start_index, %c0 : index
+    %a = tensor.from_elements %acc_at_j : tensor<f32>
+    %b = tensor.from_elements %u_at_k : tensor<f32>
+    %s = stablehlo.add %a, %b : tensor<f32>
+    %v = arith.select %in, %s_scalar, %acc_at_j : f32
+    %n = tensor.insert %v into %acc[%j] : tensor<5xf32>
+    scf.yield %n : tensor<5xf32>
   }
+
+Other computations, and whole rows, are updated in an ``scf.if %in``.
 """
 
 from __future__ import annotations
@@ -48,8 +50,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from shlo._mlir_compat import arith, ir, scf, tensor
+from shlo.analysis.indexing import ELEMENTWISE_OPS
 from shlo.ir_utils import attribute_dict, index_constant, is_static, ops_named
 from shlo.pass_framework import Pass, PassError
+
+# Besides ELEMENTWISE_OPS but stablehlo.map (whose region holds anything), what an
+# update computation may hold to run without a bounds check.
+_SPECULATABLE = frozenset(("stablehlo.constant", "stablehlo.return"))
 
 _DIMENSION_FIELD = re.compile(r"(\w+)\s*=\s*(\[[^\]]*\]|-?\d+)")
 
@@ -334,6 +341,15 @@ class _ScatterLowering:
         result_index, in_bounds = self._result_index([*ivs, index_constant(0)] if rows else ivs)
         if in_bounds is None:
             return update(ivs, result_index, carried)
+        if not rows and self._speculatable():
+            # Without a branch: an update out of bounds writes element 0 back as it is.
+            # Under an scf.if, a scatter into a tensor bufferization may not write
+            # (a constant) copied it into a buffer the branch allocated and yielded,
+            # which shlo-free-after-last-use leaves to upstream's deallocation
+            # (wav2vec2's attention mask: 130 ms of its compile).
+            zero = index_constant(0)
+            clamped = [arith.SelectOp(in_bounds, i, zero).result for i in result_index]
+            return self._update(ivs, clamped, carried, in_bounds)
         branch = scf.IfOp(in_bounds, [v.type for v in carried], has_else=True)
         with ir.InsertionPoint(branch.then_block):
             scf.YieldOp(update(ivs, result_index, carried))
@@ -348,10 +364,24 @@ class _ScatterLowering:
         zero_d = tensor.FromElementsOp(storage, [scalar]).result
         return _cast(zero_d, element, "stablehlo.bitcast_convert")
 
+    def _speculatable(self) -> bool:
+        """Whether the update computation may run where no update applies: elementwise
+        ops and constants only (integer division is guarded by its lowering)."""
+        return all(
+            op.operation.name in _SPECULATABLE
+            or (op.operation.name in ELEMENTWISE_OPS and op.operation.name != "stablehlo.map")
+            for op in self.block.operations
+        )
+
     def _update(
-        self, ivs: list[ir.Value], result_index: list[ir.Value], carried: list[ir.Value]
+        self,
+        ivs: list[ir.Value],
+        result_index: list[ir.Value],
+        carried: list[ir.Value],
+        applies: ir.Value | None = None,
     ) -> list[ir.Value]:
-        """Apply the update computation at ``result_index``; the updated tensors."""
+        """Apply the update computation at ``result_index``; the updated tensors. Where
+        ``applies`` is false, each keeps its element there."""
         count = len(carried)
         arguments = [
             self._element(value, result_index, element)
@@ -375,6 +405,9 @@ class _ScatterLowering:
         for value, target in zip(returned, carried):
             element = ir.RankedTensorType(target.type).element_type
             scalar = tensor.ExtractOp(_cast(value, element, "stablehlo.bitcast_convert"), []).result
+            if applies is not None:
+                kept = tensor.ExtractOp(target, result_index).result
+                scalar = arith.SelectOp(applies, scalar, kept).result
             updated.append(tensor.InsertOp(scalar, target, result_index).result)
         return updated
 

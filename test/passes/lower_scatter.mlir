@@ -1,6 +1,7 @@
 // RUN: shlo-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(shlo-lower-scatter)' | FileCheck %s
 
-// One loop per update dimension; out-of-bounds elements keep the result as it is.
+// One loop per update dimension; out-of-bounds elements keep the result as it is:
+// an elementwise computation runs at index 0 instead, whose element is written back.
 // CHECK-LABEL: func @scatter_add
 func.func @scatter_add(%arg0: tensor<5xf32>, %arg1: tensor<2x1xi64>, %arg2: tensor<2xf32>) -> tensor<5xf32> {
   // CHECK: %[[LOOP:.+]] = scf.for %[[K:[a-z0-9_]+]] = {{.*}} iter_args(%[[ACC:[a-z0-9_]+]] = %arg0) -> (tensor<5xf32>)
@@ -9,18 +10,18 @@ func.func @scatter_add(%arg0: tensor<5xf32>, %arg1: tensor<2x1xi64>, %arg2: tens
   // CHECK: %[[BELOW:.+]] = arith.cmpi slt, %[[START]]
   // CHECK: %[[IN:.+]] = arith.andi %[[ABOVE]], %[[BELOW]] : i1
   // CHECK: %[[I:.+]] = arith.index_cast %[[START]] : i64 to index
-  // CHECK: %[[NEW:.+]] = scf.if %[[IN]] -> (tensor<5xf32>)
-  // CHECK: %[[OLD:.+]] = tensor.extract %[[ACC]][%[[I]]] : tensor<5xf32>
+  // CHECK: %[[J:.+]] = arith.select %[[IN]], %[[I]], %{{.+}} : index
+  // CHECK-NOT: scf.if
+  // CHECK: %[[OLD:.+]] = tensor.extract %[[ACC]][%[[J]]] : tensor<5xf32>
   // CHECK: %[[A:.+]] = tensor.from_elements %[[OLD]] : tensor<f32>
   // CHECK: %[[UPDATE:.+]] = tensor.extract %arg2[%[[K]]] : tensor<2xf32>
   // CHECK: %[[B:.+]] = tensor.from_elements %[[UPDATE]] : tensor<f32>
   // CHECK: %[[SUM:.+]] = stablehlo.add %[[A]], %[[B]] : tensor<f32>
   // CHECK: %[[VALUE:.+]] = tensor.extract %[[SUM]][] : tensor<f32>
-  // CHECK: %[[INSERTED:.+]] = tensor.insert %[[VALUE]] into %[[ACC]][%[[I]]] : tensor<5xf32>
+  // CHECK: %[[KEPT:.+]] = tensor.extract %[[ACC]][%[[J]]] : tensor<5xf32>
+  // CHECK: %[[CHOSEN:.+]] = arith.select %[[IN]], %[[VALUE]], %[[KEPT]] : f32
+  // CHECK: %[[INSERTED:.+]] = tensor.insert %[[CHOSEN]] into %[[ACC]][%[[J]]] : tensor<5xf32>
   // CHECK: scf.yield %[[INSERTED]] : tensor<5xf32>
-  // CHECK: } else {
-  // CHECK: scf.yield %[[ACC]] : tensor<5xf32>
-  // CHECK: scf.yield %[[NEW]] : tensor<5xf32>
   // CHECK: return %[[LOOP]]
   // CHECK-NOT: stablehlo.scatter
   %0 = "stablehlo.scatter"(%arg0, %arg1, %arg2) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
@@ -60,7 +61,7 @@ func.func @scatter_variadic(%arg0: tensor<3x4xf32>, %arg1: tensor<3x4xi32>, %arg
   // CHECK: %[[LOOP:.+]]:2 = scf.for {{.*}} iter_args(%[[X:.+]] = %arg0, %[[Y:.+]] = %arg1) -> (tensor<3x4xf32>, tensor<3x4xi32>)
   // CHECK: %[[ROW:.+]] = tensor.extract %arg2[%{{.+}}, %{{.+}}] : tensor<2x2xi64>
   // CHECK: %[[COL:.+]] = tensor.extract %arg2[%{{.+}}, %{{.+}}] : tensor<2x2xi64>
-  // CHECK: scf.if %{{.+}} -> (tensor<3x4xf32>, tensor<3x4xi32>)
+  // CHECK-NOT: scf.if
   // CHECK: stablehlo.add %{{.+}}, %{{.+}} : tensor<f32>
   // CHECK: stablehlo.add %{{.+}}, %{{.+}} : tensor<i32>
   // CHECK: %[[NX:.+]] = tensor.insert %{{.+}} into %[[X]][%{{.+}}, %{{.+}}] : tensor<3x4xf32>
@@ -87,13 +88,36 @@ func.func @scatter_window_and_batching(%arg0: tensor<2x5x3xf32>, %arg1: tensor<2
   // CHECK: %[[START:.+]] = tensor.extract %arg1[%[[B]], %{{.+}}] : tensor<2x1xi64>
   // CHECK: %[[I:.+]] = arith.index_cast %[[START]] : i64 to index
   // CHECK: %[[ROW:.+]] = arith.addi %[[I]], %[[W]] : index
-  // CHECK: tensor.extract %{{.+}}[%[[B]], %[[ROW]], %{{.+}}] : tensor<2x5x3xf32>
+  // CHECK: %[[BATCH:.+]] = arith.select %{{.+}}, %[[B]], %{{.+}} : index
+  // CHECK: %[[IN_ROW:.+]] = arith.select %{{.+}}, %[[ROW]], %{{.+}} : index
+  // CHECK: tensor.extract %{{.+}}[%[[BATCH]], %[[IN_ROW]], %{{.+}}] : tensor<2x5x3xf32>
   // CHECK: tensor.extract %arg2[%[[B]], %[[W]]] : tensor<2x2xf32>
   %0 = "stablehlo.scatter"(%arg0, %arg1, %arg2) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [2], input_batching_dims = [0], scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1], index_vector_dim = 1>}> ({
   ^bb0(%a: tensor<f32>, %b: tensor<f32>):
     stablehlo.return %b : tensor<f32>
   }) : (tensor<2x5x3xf32>, tensor<2x1xi64>, tensor<2x2xf32>) -> tensor<2x5x3xf32>
   return %0 : tensor<2x5x3xf32>
+}
+
+// -----
+
+// A computation of other ops than elementwise ones runs only in bounds, in a branch.
+// CHECK-LABEL: func @scatter_in_a_branch
+func.func @scatter_in_a_branch(%arg0: tensor<5xf32>, %arg1: tensor<1x1xi64>, %arg2: tensor<1xf32>) -> tensor<5xf32> {
+  // CHECK: %[[IN:.+]] = arith.andi
+  // CHECK-NOT: arith.select
+  // CHECK: %[[NEW:.+]] = scf.if %[[IN]] -> (tensor<5xf32>)
+  // CHECK: stablehlo.reshape
+  // CHECK: %[[INSERTED:.+]] = tensor.insert
+  // CHECK: scf.yield %[[INSERTED]] : tensor<5xf32>
+  // CHECK: } else {
+  // CHECK: scf.yield %{{.+}} : tensor<5xf32>
+  %0 = "stablehlo.scatter"(%arg0, %arg1, %arg2) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %r = stablehlo.reshape %b : (tensor<f32>) -> tensor<f32>
+    stablehlo.return %r : tensor<f32>
+  }) : (tensor<5xf32>, tensor<1x1xi64>, tensor<1xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
 }
 
 // -----
