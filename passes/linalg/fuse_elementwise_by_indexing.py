@@ -145,7 +145,11 @@ def _exclusive_tree(producer: ir.Operation, scope: _Block) -> int:
 
 
 def _copy_if_fused_everywhere(
-    producer: ir.Operation, scope: _Block, max_copies: int, max_recompute: int
+    producer: ir.Operation,
+    scope: _Block,
+    max_copies: int,
+    max_recompute: int,
+    elementwise_steps: dict,
 ) -> None:
     """Copy ``producer`` into each fusion reading it when all of them read it once per element."""
     value = producer.results[0]
@@ -164,7 +168,8 @@ def _copy_if_fused_everywhere(
         return  # one fusion: linalg fuses once the reads are deduplicated
     for root, (ops, _) in roots.items():
         try:
-            maps = value_maps(root.results[0], scope.in_order(ops)).get(value, [])
+            maps = value_maps(root.results[0], scope.in_order(ops), elementwise_steps)
+            maps = maps.get(value, [])
         except Exception:  # no rule, dynamic shapes, ...: keep the producer shared
             logger.debug("%s: no indexing maps for %s", producer.name, root.name, exc_info=True)
             return
@@ -203,6 +208,7 @@ class FuseElementwiseByIndexingPass(Pass):
 
     def run_on_block(self, block: ir.Block) -> None:
         scope = _Block(block)
+        elementwise_steps: dict = {}  # value_maps' cache
         # Consumers first: once a consumer is copied, its producer's uses are
         # the copies, each on its own fusion chain.
         for op in reversed(list(block.operations)):
@@ -212,4 +218,6 @@ class FuseElementwiseByIndexingPass(Pass):
                 and len(operation.results) == 1
                 and len(list(operation.results[0].uses)) > 1
             ):
-                _copy_if_fused_everywhere(operation, scope, self.max_copies, self.max_recompute)
+                _copy_if_fused_everywhere(
+                    operation, scope, self.max_copies, self.max_recompute, elementwise_steps
+                )

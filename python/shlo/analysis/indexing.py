@@ -266,6 +266,22 @@ class IndexingMap:
             self._context, self._num_dims, results, dim_ranges, symbol_ranges, constraints
         )
 
+    def _is_identity(self) -> bool:
+        return (
+            self._num_symbols == 0
+            and not self._constraints
+            and self._results == tuple(dim(i) for i in range(self._num_dims))
+        )
+
+    def _results_within(self, bounds: Sequence[Interval]) -> bool:
+        """Whether every result lies within its bound wherever the map is defined."""
+        simplifier = Simplifier(self._dim_ranges, self._symbol_ranges, self._constraints)
+        for expr, (lo, hi) in zip(self._results, bounds, strict=True):
+            low, high = simplifier.range_of(expr)
+            if low < lo or high > hi:
+                return False
+        return True
+
     def compose(self, producer: IndexingMap) -> IndexingMap:
         """``producer`` after ``self``: ``self`` maps X to Y, ``producer`` Y to Z; returns X to Z.
 
@@ -276,6 +292,9 @@ class IndexingMap:
             raise ValueError(
                 f"cannot compose: {self.num_results} results into {producer.num_dims} dims"
             )
+        if producer._is_identity() and self._results_within(producer._dim_ranges):
+            # An elementwise op's map adds only constraints the ranges already imply.
+            return self
         shifted = [sym(self._num_symbols + j) for j in range(producer.num_symbols)]
 
         def into(expr: Expr) -> Expr:
@@ -1127,7 +1146,9 @@ def _body(func_op: ir.Operation | ir.OpView) -> ir.Block:
 
 
 def value_maps(
-    root: ir.Value, ops: Iterable[ir.Operation | ir.OpView]
+    root: ir.Value,
+    ops: Iterable[ir.Operation | ir.OpView],
+    elementwise_steps: dict[tuple[ir.Type, ir.Type], IndexingMap | None] | None = None,
 ) -> dict[ir.Value, list[IndexingMap]]:
     """Distinct maps from the indices of ``root`` to every value it reads through ``ops``.
 
@@ -1135,7 +1156,12 @@ def value_maps(
     walked backwards and each op's output-to-input maps are composed with the
     maps of its results, simplified. Known-empty maps are dropped. An op
     outside ``ops`` is not walked through, but its results get maps.
+    ``elementwise_steps`` keeps an elementwise op's map by operand and result
+    type, for the next op of those types (in this call, or in the caller's
+    next calls with the same dict): building one was half of
+    shlo-fuse-elementwise-by-indexing's time.
     """
+    steps = {} if elementwise_steps is None else elementwise_steps
     shape = _static_shape(root, "root")
     maps: dict[ir.Value, dict[IndexingMap, None]] = {
         root: {IndexingMap.identity(shape, root.context): None}
@@ -1147,7 +1173,7 @@ def value_maps(
             if result not in maps:
                 continue
             for operand_index, operand in enumerate(op.operands):
-                step = output_to_input(op, operand_index, result_index)
+                step = _output_to_input_of_types(op, operand_index, result_index, steps)
                 if step is None:
                     continue
                 reached = maps.setdefault(operand, {})
@@ -1156,6 +1182,23 @@ def value_maps(
                     if not composed.is_known_empty():
                         reached[composed] = None
     return {value: list(found) for value, found in maps.items()}
+
+
+def _output_to_input_of_types(
+    op: ir.Operation | ir.OpView,
+    operand_index: int,
+    result_index: int,
+    elementwise_steps: dict[tuple[ir.Type, ir.Type], IndexingMap | None],
+) -> IndexingMap | None:
+    """``output_to_input``; an elementwise op's, which depends only on the two types,
+    from ``elementwise_steps`` when there."""
+    operation = op.operation if isinstance(op, ir.OpView) else op
+    if operation.name not in ELEMENTWISE_OPS:
+        return output_to_input(operation, operand_index, result_index)
+    key = (operation.operands[operand_index].type, operation.results[result_index].type)
+    if key not in elementwise_steps:
+        elementwise_steps[key] = output_to_input(operation, operand_index, result_index)
+    return elementwise_steps[key]
 
 
 def fusion_output_to_input(
