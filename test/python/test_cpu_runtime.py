@@ -403,3 +403,17 @@ def test_damaged_object_code_is_declined_or_loaded_never_a_crash(object_code):
         else:
             image.release()
     assert declined > 0
+
+
+@pytest.mark.skipif(runtime.linker() is None, reason="no C compiler")
+def test_linking_is_prepared_with_the_kernels_loaded() -> None:
+    # In a fresh process: the thread a compilation starts leaves the kernels (and
+    # OpenMP) loaded, which the first program calling a kernel loaded before.
+    script = (
+        "from shlo.backends.cpu import precompiled, runtime\n"
+        "assert precompiled.library.cache_info().currsize == 0\n"
+        "runtime.prepare_linking_in_background()\n"
+        "runtime._link_setup.join()\n"
+        "assert precompiled.library.cache_info().currsize == 1\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)

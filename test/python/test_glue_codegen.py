@@ -168,3 +168,12 @@ def test_a_compile_through_the_worker_matches_jax() -> None:
     want = jax.jit(_matmul_and_softmax)(x, w)
     np.testing.assert_allclose(product, want[0], rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(softmax, want[1], rtol=1e-5, atol=1e-6)
+
+
+def test_the_warm_up_glue_compiles() -> None:
+    # prepare() compiles it so that LLVM's first-use setup is done before a request
+    # needs it; a failure there is swallowed, so it is checked here.
+    code = glue_codegen._machine.emit_object(
+        glue_codegen._llvm.parse_assembly(glue_codegen._WARM_UP_GLUE)
+    )
+    assert bytes(code).startswith(b"\x7fELF")

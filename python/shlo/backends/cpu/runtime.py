@@ -612,7 +612,8 @@ _link_setup_lock = threading.Lock()
 
 def prepare_linking_in_background() -> None:
     """Make what linking needs (the allocation guard's object, the stub libraries: what
-    ``_link_commands`` makes) in a thread, once per process, while the worker compiles.
+    ``_link_commands`` makes) and load the kernels, in a thread, once per process,
+    while the worker compiles.
 
     Each is made once and kept (``shlo.c_build.build_once``); made on demand,
     they took 90 of the 500 ms of a process's first compilation (``shlo-run``
@@ -635,7 +636,10 @@ def _prepare_linking() -> None:
         _link_commands(driver, "code.o", "code.so", openmp_library())
         _shared_guard_path(driver)
         precompiled.shared_library_path(driver)
-    except (ShloError, OSError, subprocess.SubprocessError):
+        # Loaded too (with the OpenMP runtime): 4 ms of the first program's load
+        # that calls a kernel, the first matmul after a warm-up compilation.
+        precompiled.library()
+    except (ShloError, OSError, RuntimeError, subprocess.SubprocessError):
         pass
 
 
