@@ -124,14 +124,68 @@ class RefineWhileFolding(Pass):
             dynamic = remaining
 
 
+# Ops that refinement replaces or folds though every type is static.
+_SHAPE_OPS = frozenset(
+    "stablehlo." + name
+    for name in (
+        "compute_reshape_shape cstr_reshapable custom_call dynamic_broadcast_in_dim "
+        "dynamic_conv dynamic_gather dynamic_iota dynamic_pad dynamic_reshape "
+        "get_dimension_size real_dynamic_slice"
+    ).split()
+)
+_FUNCTION_OPS = frozenset(("func.func", "func.return", "func.call", "builtin.module"))
+
+
+def _static_type(type_: ir.Type) -> bool:
+    return isinstance(type_, ir.RankedTensorType) and type_.has_static_shape
+
+
+def is_static_stablehlo(module: ir.Operation) -> bool:
+    """Whether ``module`` is StableHLO (and functions) of static tensors only, with no
+    op that refinement would replace: it has nothing to refine (``static-program``)."""
+    static = True
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal static
+        name = op.name
+        if name in _FUNCTION_OPS:
+            if name == "func.func":
+                signature = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+                static = all(map(_static_type, [*signature.inputs, *signature.results]))
+        else:
+            static = name.startswith("stablehlo.") and name not in _SHAPE_OPS
+            static = static and all(_static_type(result.type) for result in op.results)
+        return ir.WalkResult.ADVANCE if static else ir.WalkResult.INTERRUPT
+
+    module.walk(visit)
+    return static
+
+
 @dataclass(frozen=True)
 class RemoveDynamismPass(PassPipeline):
-    """Refine a shape-polymorphic program into a fully static one."""
+    """Refine a shape-polymorphic program into a fully static one.
+
+    ``static-program``: the caller found the program static already
+    (``is_static_stablehlo``): JAX's wrapper is inlined and constants folded,
+    without the refinement (GPT-2: 34 instead of 45-52 ms).
+    """
 
     argument: ClassVar[str] = "shlo-remove-dynamism"
     types: tuple[str, ...] = ()
+    static_program: bool = False
 
     def elements(self) -> list[str | Pass]:  # type: ignore[override]
+        if self.static_program and not self.types:
+            return [
+                RefinementTargetCheck(),
+                "func.func(stablehlo-legalize-composite-to-call)",
+                "shlo-check-shape-assertions",
+                "inline",
+                "symbol-dce",
+                "shlo-simplify",
+                "cse",
+                "shlo-verify-static",
+            ]
         # Composites (JAX's chlo.top_k, say) become calls to their decompositions,
         # which refine-shapes specializes like any callee; it cannot refine a
         # composite's decomposition in place.

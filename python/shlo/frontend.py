@@ -321,9 +321,14 @@ def prepare_static(
     verify_each = verifies_each_pass()
     run_pipeline(module, FRONTEND, filename, verify_each)
     progress.stage("shape refinement")
+    from shlo.passes.frontend.remove_dynamism import is_static_stablehlo
+
     # Static programs may still hold dynamic ops with constant shape operands.
-    types = f"{{types={','.join(arg_types)}}}" if arg_types is not None else ""
-    run_pipeline(module, [f"shlo-remove-dynamism{types}"], filename, verify_each)
+    if arg_types is not None:
+        options = f"{{types={','.join(arg_types)}}}"
+    else:
+        options = "{static-program=true}" if is_static_stablehlo(module.operation) else ""
+    run_pipeline(module, [f"shlo-remove-dynamism{options}"], filename, verify_each)
     inputs, results = function_types(module, "main")
     for type_ in [*inputs, *results]:
         if not isinstance(type_, ir.RankedTensorType) or not type_.has_static_shape:

@@ -73,3 +73,58 @@ def test_shlo_opt_locates_the_error_on_deeply_nested_modules(tmp_path: Path) -> 
     assert result.returncode == 1
     assert result.stderr.startswith(f"{path}:1:1: error: shlo-remove-dynamism refines @main")
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+# A static program as JAX exports one: @main calls its wrapper, constants to fold.
+STATIC = """
+func.func public @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = call @_wrapped_jax_export_main(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func private @_wrapped_jax_export_main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<2.0> : tensor<f32>
+  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %0 = stablehlo.multiply %x, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+# Static types, but an op refinement replaces; a dynamic type; a shape computation.
+NOT_STATIC = [
+    STATIC.replace(
+        "%b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<4xf32>",
+        "%s = stablehlo.constant dense<4> : tensor<1xi32>\n"
+        "  %b = stablehlo.dynamic_broadcast_in_dim %c, %s, dims = []"
+        " : (tensor<f32>, tensor<1xi32>) -> tensor<4xf32>",
+    ),
+    STATIC.replace(
+        "%0 = stablehlo.multiply %x, %b : tensor<4xf32>\n  return %0 : tensor<4xf32>",
+        "%m = stablehlo.multiply %x, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<?xf32>\n"
+        "  %0 = stablehlo.convert %m : (tensor<?xf32>) -> tensor<4xf32>\n"
+        "  return %0 : tensor<4xf32>",
+    ),
+    STATIC.replace(
+        "%0 = stablehlo.multiply %x, %b : tensor<4xf32>",
+        "%n = arith.constant 4 : index\n  %0 = stablehlo.multiply %x, %b : tensor<4xf32>",
+    ),
+]
+
+
+def test_a_static_program_takes_the_short_pipeline_to_the_same_result() -> None:
+    from shlo.passes.frontend.remove_dynamism import is_static_stablehlo
+
+    results = []
+    for options in ("", "{static-program=true}"):
+        module = ir.Module.parse(STATIC, new_context())
+        assert is_static_stablehlo(module.operation)
+        run_pipeline(module, [f"shlo-remove-dynamism{options}"], "input.mlir")
+        results.append(str(module))
+    assert results[0] == results[1]
+    assert "call" not in results[1] and "broadcast_in_dim" not in results[1]
+
+
+@pytest.mark.parametrize("text", NOT_STATIC, ids=["shape_op", "dynamic_type", "arith"])
+def test_a_program_with_anything_to_refine_takes_the_whole_pipeline(text) -> None:
+    from shlo.passes.frontend.remove_dynamism import is_static_stablehlo
+
+    module = ir.Module.parse(text, new_context())
+    assert not is_static_stablehlo(module.operation)

@@ -14,7 +14,7 @@ func.func @f() {
 
 // UNKNOWN: shlo-opt: error: unknown pass 'canonicalise'; did you mean canonicalize
 // UNKNOWN-SHLO: shlo-opt: error: unknown pass 'shlo-simplfy'; did you mean shlo-simplify
-// OPTION: shlo-opt: error: 'shlo-remove-dynamism' has no option 'typo' (options: types)
+// OPTION: shlo-opt: error: 'shlo-remove-dynamism' has no option 'typo' (options: static-program, types)
 // NESTED: shlo-opt: error: shlo passes run on builtin.module; move them out of 'func.func(...)'
 // MISSING: shlo-opt: error: cannot read {{.*}}does-not-exist.mlir: No such file or directory
 
