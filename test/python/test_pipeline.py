@@ -54,7 +54,7 @@ def test_options_are_typed():
     pass_cls = PASSES["shlo-remove-dynamism"]
     instance = pass_cls.from_options("{types=tensor<2xf32>,tensor<?x3xi32>}")
     assert instance.types == ("tensor<2xf32>", "tensor<?x3xi32>")
-    assert instance.options_text() == "{types=tensor<2xf32>,tensor<?x3xi32>}"
+    assert instance.options_text() == "{types=tensor<2xf32>,tensor<?x3xi32> static-program=false}"
     with pytest.raises(OptionError, match="has no option 'type'"):
         pass_cls.from_options("type=tensor<2xf32>")
 
