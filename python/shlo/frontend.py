@@ -323,7 +323,8 @@ def prepare_static(
     progress.stage("shape refinement")
     from shlo.passes.frontend.remove_dynamism import is_static_stablehlo
 
-    # Static programs may still hold dynamic ops with constant shape operands.
+    # A program of static types may still hold dynamic ops with constant shape
+    # operands: only one with nothing to refine takes the short pipeline.
     if arg_types is not None:
         options = f"{{types={','.join(arg_types)}}}"
     else:
