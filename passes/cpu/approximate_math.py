@@ -216,6 +216,13 @@ class _Reduced:
     minus_n: ir.Value  # -n as a float
     r_hi: ir.Value  # x - n LN2_HI, exact
     r: ir.Value
+    # The bits of the rounding's sum MAGIC + bias + n: its low mantissa bits
+    # hold n + bias, so shifted left by 23 they are the float 2^(n + bias - 127).
+    biased_bits: ir.Value
+
+    def power_of_two(self, b: F32Builder) -> ir.Value:
+        """2^(n + bias - 127), for n + bias in [1, 254]: one shift (MAGIC's own bits shift out)."""
+        return b.from_bits(b.iop("shli", self.biased_bits, 23))
 
 
 def _unnegated(x: ir.Value, factor: float) -> tuple[ir.Value, float]:
@@ -230,22 +237,27 @@ def _unnegated(x: ir.Value, factor: float) -> tuple[ir.Value, float]:
     return x, factor
 
 
-def _reduce(b: F32Builder, x: ir.Value, scale: float = 1.0, short: bool = False) -> _Reduced:
+def _reduce(
+    b: F32Builder, x: ir.Value, scale: float = 1.0, short: bool = False, bias: int = 0
+) -> _Reduced:
     """Cody-Waite reduction of ``scale`` x by ln(2), for |scale x| < 2^22.
 
     ``scale``, a power of 2, is folded into the constants: r, r_hi come out
     divided by it, with the same bits as reducing ``scale`` x then dividing.
     ``short``: for n up to about 24, one FMA by ln(2) rounded to f32 (r
-    within n 1e-9 of exact); r_hi is then r.
+    within n 1e-9 of exact); r_hi is then r. ``bias`` is added to the
+    rounding's magic number, for ``_Reduced.power_of_two``.
     """
-    t = b.fma(*_unnegated(x, scale / math.log(2)), MAGIC)
-    n = b.iop("subi", b.bits(t), MAGIC_BITS)
-    minus_n = b.unary("arith.negf", b.sub(t, MAGIC))
+    magic = MAGIC + bias
+    t = b.fma(*_unnegated(x, scale / math.log(2)), magic)
+    biased_bits = b.bits(t)
+    n = b.iop("subi", biased_bits, MAGIC_BITS + bias)
+    minus_n = b.unary("arith.negf", b.sub(t, magic))
     if short:
         r = b.fma(minus_n, math.log(2) / scale, x)
-        return _Reduced(n, minus_n, r, r)
+        return _Reduced(n, minus_n, r, r, biased_bits)
     r_hi = b.fma(minus_n, LN2_HI / scale, x)
-    return _Reduced(n, minus_n, r_hi, b.fma(minus_n, LN2_LO / scale, r_hi))
+    return _Reduced(n, minus_n, r_hi, b.fma(minus_n, LN2_LO / scale, r_hi), biased_bits)
 
 
 def _sum_exactly_then_round(
@@ -289,18 +301,20 @@ def approximate_exp(b: F32Builder, x: ir.Value) -> ir.Value:
 def _exp_of_normal(b: F32Builder, reduced: _Reduced) -> ir.Value:
     """exp(x) = 2^n + 2^n expm1(r) in one FMA, for n in [-125, 127]: the same bits as exp.
 
+    ``reduced`` has bias 127, so 2^n is one shift.
+
     Its result is normal or overflows, so scaling by 2^n is exact and the
     FMA rounds as ``approximate_exp`` does, without the clamp, its add of 1
     or its second factor.
     """
     r = reduced.r
-    scale = b.pow2(reduced.n)
+    scale = reduced.power_of_two(b)
     return b.fma(b.fma(b.mul(r, r), b.poly(r, EXPM1), r), scale, scale)
 
 
 def _exp_of_moderate(b: F32Builder, x: ir.Value) -> ir.Value:
     """exp(x) for x in [-86.9, 88.3], where n lies in [-125, 127]."""
-    return _exp_of_normal(b, _reduce(b, x))
+    return _exp_of_normal(b, _reduce(b, x, bias=127))
 
 
 # A vector of at least this many lanes whose inputs all reduce to an n in
@@ -318,7 +332,7 @@ def approximate_exp_of_vector(b: F32Builder, x: ir.Value) -> ir.Value:
     exponent bits are all ones) and take the general path with the extremes.
     The test is one unsigned compare on n, which the reduction computes anyway.
     """
-    reduced = _reduce(b, x)
+    reduced = _reduce(b, x, bias=127)
     offset = b.iop("subi", reduced.n, NORMAL_N_LOW)
     in_range = b.cmpi(ULE, offset, NORMAL_N_HIGH - NORMAL_N_LOW)
     branch = scf.IfOp(b.reduce_lanes("and", in_range), [x.type], has_else=True)
@@ -419,12 +433,12 @@ def approximate_tanh(b: F32Builder, x: ir.Value) -> ir.Value:
     97th f32).
     """
     a = b.unary("math.absf", x)
-    reduced = _reduce(b, b.at_most(a, 8.6), scale=2.0, short=True)
+    reduced = _reduce(b, b.at_most(a, 8.6), scale=2.0, short=True, bias=128)
     half_r = reduced.r
     # expm1(r) = 2 (r/2 + (r/2)^2 2 EXPM1(r)), the polynomial in r / 2.
     doubled = [c * 2.0 ** (i + 1) for i, c in enumerate(EXPM1)]
     half_expm1 = b.fma(b.mul(half_r, half_r), b.poly(half_r, doubled), half_r)
-    twice_scale = b.pow2(b.iop("addi", reduced.n, 1))
+    twice_scale = reduced.power_of_two(b)  # 2^(n + 1)
     expm1 = b.fma(twice_scale, half_expm1, b.fma(twice_scale, 0.5, -1.0))
     quotient = b.div(expm1, b.add(expm1, 2.0))
     return b.copysign(b.select(b.cmpf(OGE, a, TANH_IS_ONE), 1.0, quotient), x)
