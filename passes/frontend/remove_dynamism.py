@@ -180,7 +180,7 @@ class RemoveDynamismPass(PassPipeline):
                 RefinementTargetCheck(),
                 "func.func(stablehlo-legalize-composite-to-call)",
                 "shlo-check-shape-assertions",
-                "inline",
+                "inline{default-pipeline=}",
                 "symbol-dce",
                 "shlo-simplify",
                 "cse",
@@ -219,8 +219,9 @@ class RemoveDynamismPass(PassPipeline):
             "func.func(stablehlo-canonicalize-dynamism)",
             # Assertions whose operands only became constant during propagation.
             "shlo-check-shape-assertions",
-            # JAX exports call @_wrapped_jax_export_main; make it one function.
-            "inline",
+            # JAX exports call @_wrapped_jax_export_main; make it one function
+            # (the simplify and cse below clean up, not the inliner's canonicalize).
+            "inline{default-pipeline=}",
             "symbol-dce",
             # Fold the constant broadcasts and shape arithmetic refinement leaves.
             "shlo-simplify",
