@@ -153,8 +153,6 @@ class _Loops:
     # both loops are read and written whole, transposed in registers.
     transposed: int | None = None
     threaded: bool = False  # inside a loop that already runs on threads
-    # Vector registers per tile; None: the pass's default.
-    unroll: int | None = None
 
     @property
     def trailing_unit_dims(self) -> bool:
@@ -162,18 +160,6 @@ class _Loops:
         (and the transposed one) go one iteration at a time."""
         last = max(self.vector, -1 if self.transposed is None else self.transposed)
         return last < len(self.sizes) - 1
-
-
-# Ops that become long chains of dependent vector ops (shlo-approximate-math:
-# 15-25 each). A tile of 4 registers leaves too little independent work to
-# hide their latency: the elementwise chain ran at 1.2 vector ops per cycle
-# of the 2 possible; with 8 registers per tile it ran 12% faster.
-_LONG_CHAIN_OPS = ("math.exp", "math.expm1", "math.log", "math.log1p", "math.tanh", "math.erf")
-LONG_CHAIN_UNROLL = 8
-
-
-def _has_long_chains(op: ir.Operation) -> bool:
-    return any(inner.operation.name in _LONG_CHAIN_OPS for inner in op.regions[0].blocks[0])
 
 
 def _element_bits(type_: ir.Type) -> int:
@@ -309,7 +295,10 @@ class PlanVectorCodegenPass(Pass):
 
     argument: ClassVar[str] = "shlo-plan-vector-codegen"
     threads: int = 1
-    # Vector registers of 512 bits (AVX-512) per vector tile.
+    # Vector registers of 512 bits (AVX-512) per vector tile. Also for the long
+    # chains of exp and tanh: 8 (as before 2026-12-06) ran the bench's chain at
+    # best 4% faster on the 2-core EPYC (1.373 against 1.437 ms, medians 1.573
+    # and 1.583) for 25% more LLVM time (its kernel 40 -> 30 ms with 4).
     unroll: int = 4
     vector_bits: int = 512
 
@@ -333,13 +322,6 @@ class PlanVectorCodegenPass(Pass):
             if _in_forall(op):
                 # Inside shlo-fuse-rows' loop over blocks of rows: already threaded.
                 loops = dataclasses.replace(loops, threaded=True)
-            if (
-                op.name == "linalg.generic"
-                and not loops.reductions[loops.vector]
-                and loops.transposed is None
-                and _has_long_chains(op)
-            ):
-                loops = dataclasses.replace(loops, unroll=LONG_CHAIN_UNROLL)
             index = plan_index.setdefault(loops, len(plan_index))
             if index == len(plans):
                 plans.append(self._plan(index, loops))
@@ -378,7 +360,7 @@ class PlanVectorCodegenPass(Pass):
     def _plan(self, index: int, loops: _Loops) -> str:
         rank = len(loops.sizes)
         lanes = max(self.vector_bits // loops.element_bits, 1)
-        tile = lanes * (loops.unroll or self.unroll)
+        tile = lanes * self.unroll
         v = loops.vector
         lines = [_match(index)]
         handle = "%op"

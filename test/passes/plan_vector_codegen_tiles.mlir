@@ -2,7 +2,8 @@
 
 #id = affine_map<(d0) -> (d0)>
 
-// Cheap elementwise work: tiles of 4 vector registers (64 f32).
+// Elementwise work: tiles of 4 vector registers (64 f32), also for long
+// chains of exp and tanh (8 cost LLVM 25% more time for at most 4% speed).
 // CHECK-LABEL: module
 // CHECK: tile_using_for %{{.*}} tile_sizes [64]
 // CHECK-NOT: tile_sizes [128]
@@ -13,25 +14,6 @@ func.func @cheap(%p: tensor<4096xf32>) -> tensor<4096xf32> {
   ^bb0(%in: f32, %out: f32):
     %s = arith.addf %in, %in : f32
     linalg.yield %s : f32
-  } -> tensor<4096xf32>
-  return %r : tensor<4096xf32>
-}
-
-// -----
-
-#id = affine_map<(d0) -> (d0)>
-
-// tanh becomes a long chain of dependent vector ops: tiles of 8 registers
-// (128 f32) give the core independent work to overlap.
-// CHECK-LABEL: module
-// CHECK: tile_using_for %{{.*}} tile_sizes [128]
-func.func @long_chain(%p: tensor<4096xf32>) -> tensor<4096xf32> {
-  %e = tensor.empty() : tensor<4096xf32>
-  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
-      ins(%p : tensor<4096xf32>) outs(%e : tensor<4096xf32>) {
-  ^bb0(%in: f32, %out: f32):
-    %t = math.tanh %in : f32
-    linalg.yield %t : f32
   } -> tensor<4096xf32>
   return %r : tensor<4096xf32>
 }
