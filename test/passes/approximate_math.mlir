@@ -1,4 +1,5 @@
-// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-approximate-math)' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-approximate-math{scalef=never})' | FileCheck %s
+// RUN: shlo-opt %s --split-input-file --pass-pipeline='builtin.module(shlo-approximate-math{scalef=always})' | FileCheck %s --check-prefix=SCALEF
 
 // exp: n = round(x / ln 2) by the 1.5 * 2^23 trick, r by Cody-Waite, 2^n in two factors.
 // CHECK-LABEL: func @exp_scalar
@@ -39,6 +40,15 @@ func.func @vectors(%x: vector<16xf32>, %y: vector<2x8xf32>) -> (vector<16xf32>, 
 // exp of a vector of 16 or more lanes: when every lane's n (x = n ln 2 + r)
 // is in [-125, 127] a shorter path (no clamp, 2^n + 2^n expm1(r) in one FMA);
 // otherwise the general code. Smaller vectors stay branch-free.
+// With vscalefps (AVX-512 hosts), vectors of 16k lanes take one path: the
+// general code's clamp and reduction, exp(r) scaled by 2^n 16 lanes at a time.
+// SCALEF-LABEL: func @exp_vectors
+// SCALEF-NOT: scf.if
+// SCALEF: arith.cmpf ogt, %{{.+}}, %{{.+}} : vector<4x16xf32>
+// SCALEF-COUNT-4: x86.avx512.mask.scalef %{{.+}} : vector<16xf32>
+// SCALEF-NOT: scf.if
+// SCALEF: arith.shrsi %{{.+}}, %{{.+}} : vector<8xi32>
+// SCALEF-NOT: scf.if
 // CHECK-LABEL: func @exp_vectors
 // CHECK-SAME: (%[[X:.+]]: vector<4x16xf32>, %[[Y:.+]]: vector<8xf32>)
 // CHECK: math.fma %[[X]], %{{.+}}, %{{.+}} : vector<4x16xf32>

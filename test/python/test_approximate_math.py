@@ -12,6 +12,7 @@ from shlo.backends.cpu.pipeline import CpuPipeline
 from shlo.backends.cpu.runtime import LoadedFunction
 from shlo.frontend import FRONTEND
 from shlo.io import module_to_bytecode
+from shlo.passes.cpu import approximate_math
 from shlo.pipeline import run_pipeline
 from shlo.tools.measure_ulp import (
     APPROXIMATE,
@@ -111,10 +112,15 @@ def test_ulp_error_on_a_dense_sample(name: str) -> None:
 STAGES_TO_LOOPS = ("legalize-to-linalg", "tensor-codegen", "bufferize", "loop-codegen")
 
 
-def test_vectorized_exp_takes_the_short_path_and_agrees_with_the_scalar_code() -> None:
-    # Vectors whose lanes all reduce to n in [-125, 127] (x in about [-86.9,
-    # 88.3]) skip the clamp and the scaling in two factors; the result must be
-    # the same bits as the general code's, on either side of both ends.
+@pytest.mark.parametrize("scalef", [True, False], ids=["vscalefps", "two-paths"])
+def test_vectorized_exp_agrees_with_the_scalar_code(scalef: bool, monkeypatch) -> None:
+    # On AVX-512 hosts exp scales by 2^n with vscalefps; elsewhere vectors whose
+    # lanes all reduce to n in [-125, 127] (x in about [-86.9, 88.3]) skip the
+    # clamp and the scaling in two factors. Either way the result must be the
+    # same bits as the general code's, on either side of both ends.
+    if scalef and not approximate_math.host_has_avx512():
+        pytest.skip("vscalefps needs an AVX-512 host")
+    monkeypatch.setattr(approximate_math, "host_has_avx512", lambda: scalef)
     x = dense_sample()
     vectorized = compile_function("exp", x.size, vectorized=True)
     got = vectorized(x)
@@ -123,7 +129,9 @@ def test_vectorized_exp_takes_the_short_path_and_agrees_with_the_scalar_code() -
     module = shlo.load_module(function_source("exp", x.size))
     stages = dict(CpuPipeline().stages())
     run_pipeline(module, [e for name in STAGES_TO_LOOPS for e in stages[name]])
-    assert "vector.reduction <and>" in str(module)
+    text = str(module)
+    assert ("x86.avx512.mask.scalef" in text) == scalef
+    assert ("vector.reduction <and>" in text) == (not scalef)
 
 
 VECTOR_FUNCTION = """

@@ -246,7 +246,8 @@ _TO_LLVM = (
     # f32 -> bf16 become code that needs no runtime function.
     "shlo-expand-f64-truncation",
     # Split reductions already reassociate: their last horizontal step may too.
-    "convert-vector-to-llvm{reassociate-fp-reductions=true}",
+    # x86: exp's vscalefps (shlo-approximate-math on AVX-512 hosts).
+    "convert-vector-to-llvm{reassociate-fp-reductions=true enable-x86=true}",
     "convert-arith-to-llvm",
     "convert-complex-to-llvm",
     # Not earlier: it converts arith ops too, before shlo-expand-f64-truncation
