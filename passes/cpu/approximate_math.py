@@ -428,8 +428,9 @@ def approximate_exp_by_scalef(b: F32Builder, x: ir.Value) -> ir.Value:
     scaled by 2^n with vscalefps: exactly for normal results, with one
     rounding for subnormal ones and overflow to inf, as the general path's
     two factors do. That replaces the test of the lanes' n and the branch
-    between two paths: the same ops in the common case, and LLVM compiles
-    exp once instead of twice (the bench's elementwise chain: 25-32 instead
+    between two paths: about as many ops as the short path and its test
+    (the clamp and an add instead of integer work), and LLVM compiles exp
+    once instead of twice (the bench's elementwise chain: 25-32 instead
     of 31-40 ms of code generation, in three alternations).
     """
     owner = x.owner
