@@ -456,6 +456,11 @@ def _outline_one_run(
     an argument of the layer.
     """
     ops = [op.operation for op in block.operations]
+    # A run saves (copies - 1) x its layer's ops, at least min_saved_ops with
+    # layers of at least min_layer_ops: a shorter block holds none, and is
+    # not described op by op (attention's 19 ops: 0.33 ms a compile).
+    if len(ops) < min_saved_ops + min_layer_ops:
+        return False
     texts = [_op_text(op) for op in ops]
     cut_costs = link_readers = None
     for relaxed in (False, True):
