@@ -49,9 +49,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from shlo._mlir_compat import ir, scf
+from shlo._mlir_compat import arith, ir, scf
 from shlo.disk_cache import host_cpu
-from shlo.ir_utils import create_value, ops_named
+from shlo.ir_utils import create_value, i64_attr, ops_named
 from shlo.pass_framework import Pass
 
 # arith.cmpf predicates.
@@ -361,13 +361,11 @@ def host_has_avx512() -> bool:
 
 
 def _integer(value: int, width: int) -> ir.Value:
-    type_ = ir.IntegerType.get_signless(width)
-    return create_value("arith.constant", [], type_, value=ir.IntegerAttr.get(type_, value))
+    return arith.ConstantOp(ir.IntegerType.get_signless(width), value).result
 
 
 def _index_list(*values: int) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, value) for value in values])
+    return ir.ArrayAttr.get([i64_attr(value) for value in values])
 
 
 def _times_power_of_two(q: ir.Value, n: ir.Value) -> ir.Value:
@@ -433,10 +431,9 @@ def approximate_exp_by_scalef(b: F32Builder, x: ir.Value) -> ir.Value:
     once instead of twice (the bench's elementwise chain: 25-32 instead
     of 31-40 ms of code generation, in three alternations).
     """
-    owner = x.owner
-    if not isinstance(owner, ir.Block) and owner.operation.name == "arith.negf":
+    y, sign = _unnegated(x, 1.0)
+    if sign < 0:
         # exp(-y): clamped as y, so that the reduction reads y (_unnegated).
-        y = owner.operation.operands[0]
         clamped = b.unary("arith.negf", b.clamp(y, -89.0, 104.0))
     else:
         clamped = b.clamp(x, -104.0, 89.0)
