@@ -335,6 +335,34 @@ def _execution_engine_capi() -> ctypes.CDLL:
     return capi
 
 
+# Options of the wheel's LLVM for the code the ExecutionEngine generates.
+# Loop strength reduction was the largest part of code generation after
+# instruction selection (the training step's module: 135 of 859 ms), for
+# loops that are ours: their address arithmetic is plain already, and the
+# bench models ran as fast without it (docs/cpu.md).
+LLVM_OPTIONS = ("-disable-lsr",)
+
+
+@functools.cache
+def apply_llvm_options() -> None:
+    """Give ``LLVM_OPTIONS`` to the wheel's LLVM, once per process.
+
+    LLVM reads options as a command line: process-wide, and an option given
+    twice is an error that exits the process, hence once. Options are only
+    ever ours, never the user's, for the same reason.
+    """
+    capi = _execution_engine_capi()
+    arguments = [b"shlo", *(option.encode() for option in LLVM_OPTIONS)]
+    capi.LLVMParseCommandLineOptions.argtypes = [
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.c_char_p,
+    ]
+    capi.LLVMParseCommandLineOptions(
+        len(arguments), (ctypes.c_char_p * len(arguments))(*arguments), None
+    )
+
+
 @functools.cache
 def _capsule_functions() -> tuple[Callable[[object], bytes], Callable[[object, bytes], int]]:
     """Python's PyCapsule_GetName and PyCapsule_GetPointer, through ctypes."""
@@ -397,6 +425,7 @@ def write_object_file(
     it has multithreading enabled, since the translation reads its uniquers.
     """
     capi = _execution_engine_capi()
+    apply_llvm_options()
     paths = (_StringRef * max(len(shared_libs), 1))(*map(_string_ref, shared_libs))
     handle = capi.mlirModuleFromOperation(operation_pointer(module))
     engine = capi.mlirExecutionEngineCreate(handle, opt_level, len(shared_libs), paths, True, False)

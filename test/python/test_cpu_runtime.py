@@ -417,3 +417,45 @@ def test_linking_is_prepared_with_the_kernels_loaded() -> None:
         "assert precompiled.library.cache_info().currsize == 1\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+
+
+# Rows normalized in a loop: code whose loops LLVM's strength reduction rewrites.
+_ROW_LOOPS = """
+func.func @main(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %sum = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1]
+    : (tensor<64x256xf32>, tensor<f32>) -> tensor<64xf32>
+  %b = stablehlo.broadcast_in_dim %sum, dims = [0] : (tensor<64xf32>) -> tensor<64x256xf32>
+  %r = stablehlo.subtract %x, %b : tensor<64x256xf32>
+  return %r : tensor<64x256xf32>
+}
+"""
+
+
+def _object_code_with_options(options: str) -> str:
+    """The digests of the code for _ROW_LOOPS, compiled twice in a new process
+    whose LLVM gets ``options`` (a tuple's repr)."""
+    compile_twice = f"(lower_to_object({_ROW_LOOPS!r}, 'main', None) for _ in range(2))"
+    script = (
+        "import hashlib\n"
+        "from shlo import _mlir_compat\n"
+        f"_mlir_compat.LLVM_OPTIONS = {options}\n"
+        "from shlo.backends.cpu.lowering import lower_to_object\n"
+        f"print(*{{hashlib.sha256(low.object_code).hexdigest() for low in {compile_twice}}})\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300
+    )
+    return ran.stdout.strip()
+
+
+def test_llvm_options_reach_the_code_generator():
+    """LLVM reads ``LLVM_OPTIONS`` before it generates code: without loop strength
+    reduction the same module gives other object code, and options once read
+    are not read again (a second read of an option exits the process)."""
+    from shlo._mlir_compat import LLVM_OPTIONS
+
+    assert "-disable-lsr" in LLVM_OPTIONS
+    default = _object_code_with_options(repr(LLVM_OPTIONS))
+    assert len(default.split()) == 1  # compiled twice in one process, the same code
+    assert default != _object_code_with_options("()")

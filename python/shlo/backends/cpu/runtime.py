@@ -34,7 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from shlo._mlir_compat import ExecutionEngine, ir, new_context, write_object_file
+from shlo._mlir_compat import (
+    ExecutionEngine,
+    apply_llvm_options,
+    ir,
+    new_context,
+    write_object_file,
+)
 from shlo.backends.cpu import glue_codegen, object_loader, precompiled
 from shlo.c_build import build_once
 from shlo.diagnostics import ShloError
@@ -369,6 +375,7 @@ def _engine(module: ir.Module, opt_level: int) -> ExecutionEngine:
     """An ExecutionEngine for ``module`` that resolves the symbols of its runtime libraries."""
     runtime = openmp_library()
     shared_libs = [runtime] if runtime is not None else []
+    apply_llvm_options()
     return ExecutionEngine(module, opt_level=opt_level, shared_libs=shared_libs)
 
 
