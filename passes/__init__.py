@@ -37,6 +37,7 @@ _PASS_CLASSES = {
     "shlo-mark-precompiled-kernels": "cpu.mark_precompiled_kernels:MarkPrecompiledKernelsPass",
     "shlo-mark-precompiled-row-kernels": "cpu.mark_precompiled_row_kernels:MarkPrecompiledRowKernelsPass",
     "shlo-mark-precompiled-elementwise": "cpu.mark_precompiled_elementwise:MarkPrecompiledElementwisePass",
+    "shlo-mark-precompiled-transposes": "cpu.mark_precompiled_transposes:MarkPrecompiledTransposesPass",
     "shlo-scalar-loop-state": "linalg.scalar_loop_state:ScalarLoopStatePass",
     "shlo-fuse-elementwise-by-indexing": "linalg.fuse_elementwise_by_indexing:FuseElementwiseByIndexingPass",
     "shlo-fuse-elementwise-trees": "linalg.fuse_elementwise_trees:FuseElementwiseTreesPass",

@@ -71,8 +71,9 @@ class CodegenStrategy:
         if self.recipes and precompiled_kernels:
             # Before fusion: a transpose only the matmul reads becomes its strides.
             stage.insert(0, "shlo-mark-precompiled-kernels")
-            # After fusion: a softmax's four ops are fused into four.
-            stage.append("shlo-mark-precompiled-row-kernels")
+            # After fusion: a softmax's four ops are fused into four, and a
+            # transpose fused with other ops stays generated.
+            stage += ["shlo-mark-precompiled-row-kernels", "shlo-mark-precompiled-transposes"]
         if self.recipes:
             stage += [
                 # The recipes transform each distinct contraction once, in its

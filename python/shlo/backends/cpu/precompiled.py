@@ -27,13 +27,20 @@ CONV2D = "shlo_conv2d_f32"
 REDUCE = "shlo_reduce_f32"
 SOFTMAX = "shlo_softmax_f32"
 ELEMENTWISE = "shlo_elementwise_f32"
-SYMBOLS = (MATMUL, CONV2D, REDUCE, SOFTMAX, ELEMENTWISE)
+TRANSPOSE = "shlo_transpose_f32"
+SYMBOLS = (MATMUL, CONV2D, REDUCE, SOFTMAX, ELEMENTWISE, TRANSPOSE)
 # One translation unit, in this order: the convolutions and the row kernels use the
 # matmuls' thread entry points and vector types, the elementwise kernel the row
-# kernels' vector helpers and exp.
+# kernels' vector helpers and exp, the transposes the matmuls' thread entry points.
 _SOURCES = tuple(
     Path(__file__).with_name("kernels") / name
-    for name in ("matmul_f32.c", "conv2d_f32.c", "rows_f32.c", "elementwise_f32.c")
+    for name in (
+        "matmul_f32.c",
+        "conv2d_f32.c",
+        "rows_f32.c",
+        "elementwise_f32.c",
+        "transpose_f32.c",
+    )
 )
 _FLAGS = ["-O3", "-march=native", "-fPIC"]
 
