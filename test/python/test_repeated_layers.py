@@ -211,3 +211,42 @@ def test_layers_end_after_the_relu_not_between_the_add_and_it() -> None:
     (layer,) = [f for f in functions if "shlo_layer" in str(f.attributes["sym_name"])]
     (returned,) = ops_named(layer, "func.return")
     assert [value.owner.name for value in returned.operands] == ["stablehlo.maximum"]
+
+
+def _repeats_by_every_length(keys: np.ndarray, min_layer_ops: int, min_saved_ops: int) -> list:
+    """``_repeats`` without its sampling: each length compared position by position."""
+    found = []
+    for length in range(max(min_layer_ops, 1), len(keys) // 2 + 1):
+        equal = np.concatenate(([False], keys[:-length] == keys[length:], [False]))
+        edges = np.flatnonzero(np.diff(equal.astype(np.int8)))
+        if len(edges):
+            starts, ends = edges[0::2], edges[1::2]
+            longest = int(np.argmax(ends - starts))
+            stretch = int(ends[longest] - starts[longest])
+            if stretch // length * length >= min_saved_ops:
+                found.append((int(starts[longest]), length, stretch))
+    found.sort(key=lambda run: -(run[2] // run[1]) * run[1])
+    return found
+
+
+@pytest.mark.parametrize(("min_layer_ops", "min_saved_ops"), [(24, 200), (3, 3), (1, 1), (2, 7)])
+def test_sampled_lengths_find_every_repeat(min_layer_ops: int, min_saved_ops: int) -> None:
+    """The lengths sampled at multiples of min_saved_ops // 2 lose no repeat:
+    random blocks, with and without repeated layers, few and many op kinds."""
+    from shlo.passes.cpu.outline_repeated_layers import _repeats
+
+    rng = np.random.default_rng(0)
+    for trial in range(150):
+        kinds = int(rng.integers(1, 40))
+        layer = rng.integers(0, kinds, int(rng.integers(1, 150)))
+        parts = [
+            rng.integers(0, kinds, int(rng.integers(0, 80))),
+            np.tile(layer, int(rng.integers(0, 10))),
+            rng.integers(0, kinds, int(rng.integers(0, 80))),
+        ]
+        keys = np.concatenate(parts) if trial % 2 else rng.integers(0, kinds, 600)
+        if len(keys) < 2:
+            continue
+        keys[rng.integers(0, len(keys), 2)] = [-1, -2]  # ops that never match
+        want = _repeats_by_every_length(keys, min_layer_ops, min_saved_ops)
+        assert _repeats(keys, min_layer_ops, min_saved_ops) == want
