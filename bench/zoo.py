@@ -11,7 +11,9 @@ model with its key/value cache, 32 new tokens; the ``*_bf16`` models compute
 in bf16 and store their weights in it (compared within 3e-2). Each model is
 exported once from jax and checked against jax.jit (``bench.systems.compare``);
 shlo and XLA are timed in interleaved rounds in one process. It prints a table of
-median ms, the ratio shlo / XLA and both compile times.
+median ms, the ratio shlo / XLA and both compile times; each compiler's first
+compilation in the process (a tiny program, before the models) is printed
+apart, as ``python -m bench`` does.
 
   .venv/bin/python -m bench.zoo [--only bert,gpt2_generate] [--repeats 5] [--quick]
 
@@ -31,7 +33,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np
 
 from bench import models
-from bench.systems import Case, compare, prepare_shlo, prepare_xla
+from bench.systems import Case, compare, prepare_shlo, prepare_xla, warm_up
 from bench.timing import interleaved_medians
 
 VOCAB, SEQ, NEW_TOKENS = 4000, 128, 32
@@ -317,6 +319,13 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     names = options.only.split(",") if options.only else list(ZOO)
     repeats = 1 if options.quick else options.repeats
+    # As in python -m bench: the first model's compile times would include each
+    # compiler's start-up (shlo's worker process, XLA's first compilation).
+    first = warm_up(["shlo", "xla"], "cpu")
+    print(
+        "first compile in this process, excluded from the models' compile times: "
+        + ", ".join(f"{system} {seconds:.2f} s" for system, seconds in first.items())
+    )
     print("| model | shlo ms | XLA ms | shlo / XLA | compile s shlo / XLA | max error |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in names:
