@@ -347,9 +347,10 @@ LLVM_OPTIONS = ("-disable-lsr",)
 def apply_llvm_options() -> None:
     """Give ``LLVM_OPTIONS`` to the wheel's LLVM, once per process.
 
-    LLVM reads options as a command line: process-wide, and an option given
-    twice is an error that exits the process, hence once. Options are only
-    ever ours, never the user's, for the same reason.
+    LLVM reads options as a command line, process-wide. The C API sends its
+    errors nowhere: an unknown, misspelt or repeated option is dropped
+    without a word, so a test checks that these reach the code generator
+    (test_cpu_runtime.py), and they are only ever ours, never the user's.
     """
     capi = _execution_engine_capi()
     arguments = [b"shlo", *(option.encode() for option in LLVM_OPTIONS)]

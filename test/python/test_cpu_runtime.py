@@ -451,8 +451,8 @@ def _object_code_with_options(options: str) -> str:
 
 def test_llvm_options_reach_the_code_generator():
     """LLVM reads ``LLVM_OPTIONS`` before it generates code: without loop strength
-    reduction the same module gives other object code, and options once read
-    are not read again (a second read of an option exits the process)."""
+    reduction the same module gives other object code (LLVM drops an option
+    it does not know without a word), and a process's second compile the same."""
     from shlo._mlir_compat import LLVM_OPTIONS
 
     assert "-disable-lsr" in LLVM_OPTIONS
