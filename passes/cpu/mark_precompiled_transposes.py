@@ -136,8 +136,10 @@ def _transpose_arguments(op: ir.Operation) -> tuple[ir.Value, list[int]] | None:
 def _whole_tiles(shape: list[int], strides: list[int]) -> bool:
     """Whether the kernel copies whole rows or tiles 16 values wide: the output's last
     dimension, once dimensions of 1 are dropped and dimensions adjacent in the input
-    too are merged (as the kernel does), is contiguous in the input or 16 values long.
-    A shorter one makes 16 short rows per tile, where the generated code is twice as fast."""
+    too are merged (as the kernel does), is contiguous in the input, or 16 values
+    long with another dimension contiguous. A shorter one makes 16 short rows per
+    tile, where the generated code is twice as fast; with none contiguous, the
+    kernel would copy one value at a time."""
     merged: list[tuple[int, int]] = []
     for size, stride in zip(shape, strides):
         if size == 1:
@@ -146,7 +148,9 @@ def _whole_tiles(shape: list[int], strides: list[int]) -> bool:
             merged[-1] = (merged[-1][0] * size, stride)
         else:
             merged.append((size, stride))
-    return not merged or merged[-1][1] == 1 or merged[-1][0] >= 16
+    if not merged or merged[-1][1] == 1:
+        return True
+    return merged[-1][0] >= 16 and any(stride == 1 for _, stride in merged)
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,8 @@ PROGRAMS = {
     "small": (lambda x: x.T, [(15, 17)], False),
     # The output's rows are 5 values long, in no tile: generated.
     "short rows": (lambda x: jnp.transpose(x, (1, 2, 0)), [(5, 33, 40)], False),
+    # Every other column: no dimension is contiguous, no tile: generated.
+    "no contiguous dimension": (lambda x: x[:, ::2].T, [(64, 64)], False),
 }
 
 
