@@ -285,16 +285,23 @@ def _keeps_fusions(layers: list[_Layer], moved: set[ir.Operation]) -> bool:
 
 
 def _repeats(
-    keys: np.ndarray, min_layer_ops: int, min_saved_ops: int
+    keys: np.ndarray, min_layer_ops: int, min_saved_ops: int, sampled: bool = True
 ) -> list[tuple[int, int, int]]:
     """(start, length, stretch) of back-to-back repeats of ``keys``, the most ops saved first.
 
     For each length, the longest stretch where every key equals the one
     ``length`` places later: from ``start``, ``stretch + length`` keys repeat
-    with period ``length``, ``stretch // length + 1`` whole copies.
+    with period ``length``, ``stretch // length + 1`` whole copies. Only the
+    lengths ``_candidate_lengths`` keeps are looked at, unless not ``sampled``
+    (the tests compare the two).
     """
     found = []
-    for length in _candidate_lengths(keys, min_layer_ops, min_saved_ops):
+    lengths = (
+        _candidate_lengths(keys, min_layer_ops, min_saved_ops)
+        if sampled
+        else range(max(min_layer_ops, 1), len(keys) // 2 + 1)
+    )
+    for length in lengths:
         equal = np.concatenate(([False], keys[:-length] == keys[length:], [False]))
         edges = np.flatnonzero(np.diff(equal.astype(np.int8)))
         if not len(edges):

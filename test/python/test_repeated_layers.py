@@ -213,22 +213,6 @@ def test_layers_end_after_the_relu_not_between_the_add_and_it() -> None:
     assert [value.owner.name for value in returned.operands] == ["stablehlo.maximum"]
 
 
-def _repeats_by_every_length(keys: np.ndarray, min_layer_ops: int, min_saved_ops: int) -> list:
-    """``_repeats`` without its sampling: each length compared position by position."""
-    found = []
-    for length in range(max(min_layer_ops, 1), len(keys) // 2 + 1):
-        equal = np.concatenate(([False], keys[:-length] == keys[length:], [False]))
-        edges = np.flatnonzero(np.diff(equal.astype(np.int8)))
-        if len(edges):
-            starts, ends = edges[0::2], edges[1::2]
-            longest = int(np.argmax(ends - starts))
-            stretch = int(ends[longest] - starts[longest])
-            if stretch // length * length >= min_saved_ops:
-                found.append((int(starts[longest]), length, stretch))
-    found.sort(key=lambda run: -(run[2] // run[1]) * run[1])
-    return found
-
-
 @pytest.mark.parametrize(("min_layer_ops", "min_saved_ops"), [(24, 200), (3, 3), (1, 1), (2, 7)])
 def test_sampled_lengths_find_every_repeat(min_layer_ops: int, min_saved_ops: int) -> None:
     """The lengths sampled at multiples of min_saved_ops // 2 lose no repeat:
@@ -248,5 +232,5 @@ def test_sampled_lengths_find_every_repeat(min_layer_ops: int, min_saved_ops: in
         if len(keys) < 2:
             continue
         keys[rng.integers(0, len(keys), 2)] = [-1, -2]  # ops that never match
-        want = _repeats_by_every_length(keys, min_layer_ops, min_saved_ops)
+        want = _repeats(keys, min_layer_ops, min_saved_ops, sampled=False)
         assert _repeats(keys, min_layer_ops, min_saved_ops) == want
