@@ -43,14 +43,13 @@ vector holding NaN, an infinity or an extreme value takes the general code.
 from __future__ import annotations
 
 import enum
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import arith, ir, scf
-from shlo.disk_cache import host_cpu
+from shlo.disk_cache import host_has_avx512
 from shlo.ir_utils import create_value, i64_attr, ops_named
 from shlo.pass_framework import Pass
 
@@ -352,12 +351,6 @@ def approximate_exp_of_vector(b: F32Builder, x: ir.Value) -> ir.Value:
 # subnormal results included, on the 16 f32 lanes of a zmm register.
 SCALEF_LANES = 16
 _CURRENT_ROUNDING = 4  # _MM_FROUND_CUR_DIRECTION
-
-
-@functools.cache
-def host_has_avx512() -> bool:
-    """Whether the host, for which LLVM generates the code, has AVX-512F."""
-    return "avx512f" in host_cpu().split()
 
 
 def _integer(value: int, width: int) -> ir.Value:

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
+from shlo.disk_cache import host_has_avx512
 from shlo.ir_utils import copy_parts, defining_op, ops_named, row_major_strides, static_shape
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.approximate_math import host_has_avx512
 from shlo.passes.cpu.call_precompiled_kernels import (
     erase_with_unused_inits,
     first_free_index,

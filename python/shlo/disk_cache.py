@@ -95,6 +95,12 @@ def host_cpu() -> str:
     return "\n".join(description)
 
 
+@functools.cache
+def host_has_avx512() -> bool:
+    """Whether the host, for which LLVM and the C compiler generate code, has AVX-512F."""
+    return "avx512f" in host_cpu().split()
+
+
 def _distribution_version(name: str) -> str:
     try:
         return metadata.version(name)
