@@ -1,7 +1,7 @@
 /* The machine's peak, measured by `python -m bench` (bench/peak.py).
  *
- * fma_gflops: every thread runs independent FMA chains on 64-byte vectors
- * (zmm registers with -march=native on AVX-512 machines), enough chains to
+ * fma_gflops: every thread runs independent FMA chains on vectors of a
+ * register (zmm with -march=native on AVX-512 machines, else ymm), enough chains to
  * hide the FMA latency, and counts 2 flops per lane per FMA.
  * copy_gbps: a STREAM-like copy of a large array by all threads, counting the
  * bytes read plus the bytes written, timed per chunk.
@@ -11,15 +11,27 @@
 #include <stddef.h>
 #include <string.h>
 
-typedef float v16 __attribute__((vector_size(64)));
+/* A register's lanes: 16 floats on AVX-512, else 8 (AVX2's ymm registers; 64-byte
+ * vectors there are pairs that the asm below cannot keep in one register). */
+#ifdef __AVX512F__
+#define LANES 16
+#else
+#define LANES 8
+#endif
+typedef float v16 __attribute__((vector_size(LANES * 4)));
 
 static double now(void) { return omp_get_wtime(); }
 
 /* Keeps the chains' results alive so the compiler cannot drop the loop. */
 volatile float fma_sink;
 
-/* 16 named accumulators (an array would live on the stack, not in registers). */
+/* Named accumulators (an array would live on the stack, not in registers): 16,
+ * or 12 of AVX2's 16 registers, which leaves room for the multiplier and addend. */
+#if LANES == 16
 #define CHAINS 16
+#else
+#define CHAINS 12
+#endif
 #define FMA4(a, b, c, d) a = a * mul + add; b = b * mul + add; c = c * mul + add; d = d * mul + add
 /* An empty asm that "changes" the accumulators stops the compiler from folding
    the loop into a closed form while leaving the FMAs in registers. */
@@ -52,16 +64,20 @@ double fma_gflops(int threads, long iterations, int runs, double seconds) {
         FMA4(a0, a1, a2, a3);
         FMA4(a4, a5, a6, a7);
         FMA4(a8, a9, a10, a11);
+#if CHAINS == 16
         FMA4(a12, a13, a14, a15);
+#endif
         KEEP4(a0, a1, a2, a3);
         KEEP4(a4, a5, a6, a7);
         KEEP4(a8, a9, a10, a11);
+#if CHAINS == 16
         KEEP4(a12, a13, a14, a15);
+#endif
       }
 #pragma omp barrier
 #pragma omp master
       {
-        double rate = (double)threads * iterations * CHAINS * 16 * 2 / (now() - start) / 1e9;
+        double rate = (double)threads * iterations * CHAINS * LANES * 2 / (now() - start) / 1e9;
         if (rate > best) best = rate;
         stop = run + 1 >= runs || now() - begin > seconds;
       }
@@ -69,7 +85,7 @@ double fma_gflops(int threads, long iterations, int runs, double seconds) {
     }
     v16 sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
     float total = 0;
-    for (int lane = 0; lane < 16; ++lane) total += sum[lane];
+    for (int lane = 0; lane < LANES; ++lane) total += sum[lane];
     fma_sink = total;
   }
   return best;
