@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 from shlo._mlir_compat import ir, new_context
@@ -459,3 +460,30 @@ def test_llvm_options_reach_the_code_generator():
     default = _object_code_with_options(repr(LLVM_OPTIONS))
     assert len(default.split()) == 1  # compiled twice in one process, the same code
     assert default != _object_code_with_options("()")
+
+
+def test_the_guards_bf16_rounding_is_ml_dtypes():
+    # LLVM calls __truncsfbf2 on hosts without AVX512-BF16 (the guard defines it).
+    driver = runtime.linker()
+    if driver is None:
+        pytest.skip("needs a C compiler")
+    truncate = runtime._shared_guard(driver).__truncsfbf2
+    truncate.restype, truncate.argtypes = ctypes.c_float, [ctypes.c_float]
+    rng = np.random.default_rng(0)
+    bits = np.concatenate(
+        [
+            rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32),
+            # ties to even, both ways; the largest finite; inf; quiet and signalling NaNs
+            np.array([0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x7F800000, 0xFFC00001, 0x7F800001],
+                     np.uint32),
+        ]
+    )  # fmt: skip
+    values = bits.view(np.float32)
+    got = np.array(
+        [np.float32(truncate(v)).view(np.uint32) & 0xFFFF for v in values], np.uint32
+    ).astype(np.uint16)
+    want = values.astype(ml_dtypes.bfloat16).view(np.uint16)
+    nan = np.isnan(values)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    # NaNs keep their sign and upper payload, and are quiet.
+    np.testing.assert_array_equal(got[nan], ((bits[nan] >> 16) | 0x40).astype(np.uint16))

@@ -272,7 +272,23 @@ int shlo_call(void **arguments) {
   on_failure = outer;
   return failed;
 }
+
+/* f32 -> bf16, rounded to nearest even, NaNs kept and made quiet. LLVM calls it
+   where the host has no bf16 instructions (AVX512-BF16), to store or select
+   bf16 values, and libgcc has it only from GCC 13. The bf16 is returned in the
+   low 16 bits of xmm0, as LLVM expects it. */
+float __truncsfbf2(float value) {
+  union { float f; unsigned int u; } in = {value}, out;
+  unsigned int bits = in.u;
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    out.u = (bits >> 16) | 0x40u;
+  else
+    out.u = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return out.f;
+}
 """
+# Functions the generated code may call that the guard defines (_ALLOCATION_GUARD).
+GUARD_FUNCTIONS = ("__truncsfbf2",)
 
 
 @functools.cache
@@ -395,6 +411,11 @@ def _allocation_functions() -> dict[str, int]:
 def _register_allocation_functions(engine: ExecutionEngine) -> None:
     for name, address in _allocation_functions().items():
         engine.raw_register_runtime(name, ctypes.c_void_p(address))
+    driver = linker()
+    if driver is not None:
+        for name in GUARD_FUNCTIONS:
+            address = _symbol_address(_shared_guard(driver), name)
+            engine.raw_register_runtime(name, ctypes.c_void_p(address))
 
 
 def compile_object(llvm_module: ir.Module | bytes, opt_level: int = 2) -> bytes:
@@ -460,7 +481,9 @@ def _object_code(
         return glue
     symbols = _allocation_functions()
     placeholder = ctypes.cast(ctypes.CDLL(None).abort, ctypes.c_void_p).value
-    symbols.update((name, placeholder) for name in (*elsewhere, *precompiled.SYMBOLS))
+    symbols.update(
+        (name, placeholder) for name in (*elsewhere, *precompiled.SYMBOLS, *GUARD_FUNCTIONS)
+    )
     _openmp_visible_to_the_jit()
     with tempfile.TemporaryDirectory(prefix="shlo-") as directory:
         path = os.path.join(directory, "code.o")
