@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from shlo import disk_cache
 from shlo._mlir_compat import ir, new_context
-from shlo.backends.cpu import lowering
+from shlo.backends.cpu import lowering, precompiled, runtime
 from shlo.backends.cpu.pipeline import NARROW_FLOAT_PASSES, CpuPipeline, uses_narrow_floats
 from shlo.frontend import default_max_bytes, prepare_static
 from shlo.pipeline import run_pipeline
@@ -112,3 +113,15 @@ def test_compiling_builds_linalg_ops_without_the_opdsl() -> None:
     assert host.returncode == 0, host.stderr[-3000:]
     assert "opdsl imported: False" in host.stdout
     assert "fill from: torch_mlir.dialects.linalg.opdsl" in host.stdout, host.stdout
+
+
+def test_kernels_only_by_default_on_hosts_with_avx512(monkeypatch):
+    # Their 64-byte vectors spill through memory on AVX2 (precompiled.enabled).
+    monkeypatch.delenv("SHLO_PRECOMPILED_KERNELS", raising=False)
+    monkeypatch.setattr(runtime, "linker", lambda: "cc")
+    monkeypatch.setattr(disk_cache, "host_has_avx512", lambda: False)
+    assert not precompiled.enabled()
+    assert not CpuPipeline().calls_precompiled_kernels
+    assert CpuPipeline(precompiled_kernels=True).calls_precompiled_kernels
+    monkeypatch.setattr(disk_cache, "host_has_avx512", lambda: True)
+    assert precompiled.enabled()

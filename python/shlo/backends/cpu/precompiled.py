@@ -46,10 +46,17 @@ _FLAGS = ["-O3", "-march=native", "-fPIC"]
 
 
 def enabled() -> bool:
-    """Whether programs may call the kernels: there is a C compiler to build them."""
-    from shlo.backends.cpu.runtime import linker
+    """Whether programs may call the kernels: there is a C compiler to build them, and
+    the host has AVX-512.
 
-    return linker() is not None
+    The kernels' register tiles are written for 32 zmm registers. Without AVX-512, gcc
+    splits their 64-byte vectors through memory: on a Zen 3 (AVX2) the 1024^3 matmul
+    took 534 ms against 34 for the generated code, softmax 13 against 0.6.
+    """
+    from shlo.backends.cpu.runtime import linker
+    from shlo.disk_cache import host_has_avx512
+
+    return linker() is not None and host_has_avx512()
 
 
 @functools.cache
