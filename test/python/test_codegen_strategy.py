@@ -37,6 +37,19 @@ TILED = dataclasses.replace(SCALAR_LOOPS, name="tiled-matmul", recipes=("tile-ma
 GeneratedMatmuls = functools.partial(CpuPipeline, precompiled_kernels=False)
 
 
+@pytest.fixture(autouse=True)
+def avx512_register_tiles(monkeypatch):
+    """The recipes' code is checked with AVX-512's register tiles, whatever the host's
+    (an AVX2 host's are smaller: codegen_recipes.MATMUL_REGISTER_TILE)."""
+    for name, tile in [
+        ("MATMUL_REGISTER_TILE", (8, 32)),
+        ("FEW_COLUMNS_REGISTER_TILE", (8, 16)),
+        ("MATMUL_REGISTER_TILE_64", (8, 16)),
+        ("FEW_COLUMNS_REGISTER_TILE_64", (8, 8)),
+    ]:
+        monkeypatch.setattr(codegen_recipes, name, tile)
+
+
 def tensor_codegen_ir(pipeline: CpuPipeline) -> str:
     module = shlo.load_module(MATMUL_RELU)
     run_pipeline(module, FRONTEND + pipeline.elements(through="tensor-codegen"))

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from shlo.disk_cache import host_has_avx512
+
 # The linalg ops of each kind, as stablehlo-legalize-to-linalg emits them.
 OP_KINDS: dict[str, tuple[str, ...]] = {
     "contraction": ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.dot"),
@@ -304,9 +306,14 @@ def _vectorize_contraction(
 
 
 # The (rows, columns) of a matmul's result that one thread computes at a
-# time, at most, and of the accumulators held in registers.
+# time, at most, and of the accumulators held in registers: 16 of AVX-512's
+# 32 zmm registers, or 12 of AVX2's 16 ymm ones, which leaves room for the
+# rhs's row and the lhs's broadcast value. With 8 x 32 on AVX2 (32 ymm
+# registers of accumulators) the 1024^3 matmul spilled and took 2.3x as long
+# (Zen 3; MLP 1.3-1.7x).
+AVX512 = host_has_avx512()
 MATMUL_THREAD_TILE = (256, 128)
-MATMUL_REGISTER_TILE = (8, 32)
+MATMUL_REGISTER_TILE = (8, 32) if AVX512 else (6, 16)
 # Rows of the rhs (k steps) per block of a thread tile, at most: a block of
 # 256 x 128 floats, 128 KB, stays in L2 while the thread's register tiles
 # walk it (see matmul_k_tile).
@@ -451,12 +458,12 @@ def matmul_thread_tile(result_shape: Sequence[int], threads: int) -> tuple[int, 
 # rest. A tile of 24 columns masked from 32 lanes multiplied every step
 # through broadcasts, transposes and a select: [1024, 1024] x [1024, 24] took
 # 1.46x XLA's time.
-FEW_COLUMNS_REGISTER_TILE = (8, 16)
-# f64 (and i64) matmuls: the same 16 zmm registers of accumulators hold half
-# the lanes. [1024, 1024] x [1024, 1024] f64 took 231 ms as scalar loops
-# (9 GFLOP/s; XLA 31 ms, numpy 22).
-MATMUL_REGISTER_TILE_64 = (8, 16)
-FEW_COLUMNS_REGISTER_TILE_64 = (8, 8)
+FEW_COLUMNS_REGISTER_TILE = (8, 16) if AVX512 else (6, 8)
+# f64 (and i64) matmuls: the same registers of accumulators hold half the
+# lanes. [1024, 1024] x [1024, 1024] f64 took 231 ms as scalar loops (9
+# GFLOP/s; XLA 31 ms, numpy 22).
+MATMUL_REGISTER_TILE_64 = (8, 16) if AVX512 else (6, 8)
+FEW_COLUMNS_REGISTER_TILE_64 = (8, 8) if AVX512 else (6, 4)
 
 
 def matmul_register_tile(columns: int) -> tuple[int, int]:
