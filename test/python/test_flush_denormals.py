@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 import shlo
 import shlo.jax
+from shlo.backends.cpu import runtime
+from shlo.backends.cpu.lowering import lower_to_object
 from shlo.backends.cpu.pipeline import CpuPipeline
 
 pytestmark = pytest.mark.skipif(
@@ -75,9 +77,27 @@ def test_flushed_results_are_jax_jits_bit_for_bit(exported, threads) -> None:
     x = subnormal_data()
     want = jax.jit(ops)(x)
     got = shlo.compile(exported, flush_denormals=True, threads=threads)(x)
-    # Two threads: the OpenMP workers run in the mode @main set, or their
-    # half of each parallel loop would keep its subnormals.
     assert_identical(got, want)
+
+
+def test_every_thread_of_a_parallel_loop_flushes() -> None:
+    # The workers run in the mode @main set (OpenMP gives its threads the
+    # starting thread's MXCSR), or their part of the loop keeps its subnormals.
+    # The program above is too small for threads.
+    if runtime.load_openmp() is None:
+        pytest.skip("needs intel-openmp")
+    x = np.full(1 << 18, 3e-39, np.float32)
+    exported = jax.export.export(jax.jit(lambda x: x * 1.5), platforms=["cpu"])(x)
+    pipeline = CpuPipeline(threads=2, flush_denormals=True)
+    lowered = lower_to_object(exported.mlir_module_serialized, "main", None, pipeline)
+    assert runtime._uses_openmp(lowered.object_code)
+    got = runtime.LoadedFunction(lowered.object_code, lowered.input_types, lowered.result_types)
+    result = got([x])[0]
+    assert not np.any(result), np.flatnonzero(result)[:4]
+    unflushed = CpuPipeline(threads=2, flush_denormals=False)
+    lowered = lower_to_object(exported.mlir_module_serialized, "main", None, unflushed)
+    kept = runtime.LoadedFunction(lowered.object_code, lowered.input_types, lowered.result_types)
+    assert np.all(kept([x])[0] == x * np.float32(1.5))  # IEEE: subnormal results
 
 
 def test_default_keeps_ieee_subnormals(exported) -> None:
