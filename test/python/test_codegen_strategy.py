@@ -46,6 +46,7 @@ def avx512_register_tiles(monkeypatch):
         ("FEW_COLUMNS_REGISTER_TILE", (8, 16)),
         ("MATMUL_REGISTER_TILE_64", (8, 16)),
         ("FEW_COLUMNS_REGISTER_TILE_64", (8, 8)),
+        ("CONV_REGISTER_TILE", (8, 32)),
     ]:
         monkeypatch.setattr(codegen_recipes, name, tile)
 

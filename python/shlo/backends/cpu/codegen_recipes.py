@@ -811,8 +811,10 @@ CONV_CHANNEL_TILE = 32
 CONV_THREAD_ROWS = 2
 
 # f32 1-D and 2-D convolutions (NWC, NHWC): 8 output columns x 32 output
-# channels per tile; 8 x 8 with fewer than 32 output channels.
-CONV_REGISTER_TILE = (8, 32)
+# channels per tile; 8 x 8 with fewer than 32 output channels. On AVX2, 6 x 16
+# (as MATMUL_REGISTER_TILE): 8 x 32 spilled, and the bench's conv2d took
+# 3.3 ms instead of 1.85, its ResNet 26.8 instead of 12.5-13.4 (Zen 3).
+CONV_REGISTER_TILE = (8, 32) if AVX512 else (6, 16)
 FEW_CHANNELS_REGISTER_TILE = (8, PARTIAL_CHANNEL_TILE)
 
 # Per linalg op: its loops, which of them walks the output channels, and its
