@@ -18,7 +18,7 @@
 #else
 #define LANES 8
 #endif
-typedef float v16 __attribute__((vector_size(LANES * 4)));
+typedef float vreg __attribute__((vector_size(LANES * 4)));
 
 static double now(void) { return omp_get_wtime(); }
 
@@ -48,13 +48,13 @@ double fma_gflops(int threads, long iterations, int runs, double seconds) {
 #pragma omp parallel num_threads(threads)
   {
     float seed = 1e-7f * (float)(omp_get_thread_num() + 1);
-    v16 mul = {0}, add = {0};
+    vreg mul = {0}, add = {0};
     mul += 0.999999f;
     add += seed;
-    v16 a0 = add + 1, a1 = add + 2, a2 = add + 3, a3 = add + 4;
-    v16 a4 = add + 5, a5 = add + 6, a6 = add + 7, a7 = add + 8;
-    v16 a8 = add + 9, a9 = add + 10, a10 = add + 11, a11 = add + 12;
-    v16 a12 = add + 13, a13 = add + 14, a14 = add + 15, a15 = add + 16;
+    vreg a0 = add + 1, a1 = add + 2, a2 = add + 3, a3 = add + 4;
+    vreg a4 = add + 5, a5 = add + 6, a6 = add + 7, a7 = add + 8;
+    vreg a8 = add + 9, a9 = add + 10, a10 = add + 11, a11 = add + 12;
+    vreg a12 = add + 13, a13 = add + 14, a14 = add + 15, a15 = add + 16;
     double start = 0;
     for (int run = 0; !stop; ++run) {
 #pragma omp barrier
@@ -83,7 +83,7 @@ double fma_gflops(int threads, long iterations, int runs, double seconds) {
       }
 #pragma omp barrier
     }
-    v16 sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
+    vreg sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
     float total = 0;
     for (int lane = 0; lane < LANES; ++lane) total += sum[lane];
     fma_sink = total;

@@ -408,7 +408,8 @@ def _allocation_functions() -> dict[str, int]:
     }
 
 
-def _register_allocation_functions(engine: ExecutionEngine) -> None:
+def _register_runtime_functions(engine: ExecutionEngine) -> None:
+    """Give the engine the allocation functions and the guard's GUARD_FUNCTIONS."""
     for name, address in _allocation_functions().items():
         engine.raw_register_runtime(name, ctypes.c_void_p(address))
     driver = linker()
@@ -911,7 +912,7 @@ class LoadedFunction:
             module = ir.Module.parse(code, self._context)
             load_openmp()
             self._engine = _engine(module, opt_level)
-            _register_allocation_functions(self._engine)
+            _register_runtime_functions(self._engine)
             if precompiled.uses_kernels(code):
                 for name in precompiled.SYMBOLS:
                     address = _symbol_address(precompiled.library(), name)
