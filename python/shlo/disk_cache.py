@@ -101,6 +101,12 @@ def host_has_avx512() -> bool:
     return "avx512f" in host_cpu().split()
 
 
+@functools.cache
+def host_has_avx2_fma() -> bool:
+    """Whether the host has AVX2 and FMA: 16 ymm registers of 8 floats, fused multiply-adds."""
+    return {"avx2", "fma"} <= set(host_cpu().split())
+
+
 def _distribution_version(name: str) -> str:
     try:
         return metadata.version(name)

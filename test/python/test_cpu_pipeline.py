@@ -115,13 +115,19 @@ def test_compiling_builds_linalg_ops_without_the_opdsl() -> None:
     assert "fill from: torch_mlir.dialects.linalg.opdsl" in host.stdout, host.stdout
 
 
-def test_kernels_only_by_default_on_hosts_with_avx512(monkeypatch):
-    # Their 64-byte vectors spill through memory on AVX2 (precompiled.enabled).
+def test_kernels_only_by_default_on_hosts_with_their_vectors(monkeypatch):
+    # They are written for AVX-512's or AVX2's registers; narrower ones spill
+    # (precompiled.enabled).
     monkeypatch.delenv("SHLO_PRECOMPILED_KERNELS", raising=False)
     monkeypatch.setattr(runtime, "linker", lambda: "cc")
     monkeypatch.setattr(disk_cache, "host_has_avx512", lambda: False)
+    monkeypatch.setattr(disk_cache, "host_has_avx2_fma", lambda: False)
     assert not precompiled.enabled()
     assert not CpuPipeline().calls_precompiled_kernels
     assert CpuPipeline(precompiled_kernels=True).calls_precompiled_kernels
+    monkeypatch.setattr(disk_cache, "host_has_avx2_fma", lambda: True)
+    assert precompiled.enabled()
+    assert CpuPipeline().calls_precompiled_kernels
+    monkeypatch.setattr(disk_cache, "host_has_avx2_fma", lambda: False)
     monkeypatch.setattr(disk_cache, "host_has_avx512", lambda: True)
     assert precompiled.enabled()

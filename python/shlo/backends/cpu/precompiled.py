@@ -47,16 +47,17 @@ _FLAGS = ["-O3", "-march=native", "-fPIC"]
 
 def enabled() -> bool:
     """Whether programs may call the kernels: there is a C compiler to build them, and
-    the host has AVX-512.
+    the host has the vectors they are written for, AVX-512 or AVX2 with FMA.
 
-    The kernels' register tiles are written for 32 zmm registers. Without AVX-512, gcc
-    splits their 64-byte vectors through memory: on a Zen 3 (AVX2) the 1024^3 matmul
-    took 534 ms against 34 for the generated code, softmax 13 against 0.6.
+    Their vectors and register tiles take the host's width (LANES in matmul_f32.c):
+    16 floats in 32 zmm registers, or 8 in 16 ymm ones. Elsewhere they would split
+    through memory, as vectors wider than the host's do (on a Zen 3, 16-lane tiles
+    took 534 ms for the 1024^3 matmul against 34 for the generated code).
     """
     from shlo.backends.cpu.runtime import linker
-    from shlo.disk_cache import host_has_avx512
+    from shlo.disk_cache import host_has_avx2_fma, host_has_avx512
 
-    return linker() is not None and host_has_avx512()
+    return linker() is not None and (host_has_avx512() or host_has_avx2_fma())
 
 
 @functools.cache

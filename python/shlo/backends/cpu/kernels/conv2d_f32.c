@@ -3,10 +3,10 @@
  * types and matmul it uses) into one object built once per machine. 1-D convolutions
  * come as 2-D ones of height 1.
  *
- * Output rows of 28 columns or more are computed directly: a register tile of 14 output
- * columns x 32 channels takes, for each tap (kh, kw) and input channel, one broadcast
- * input per column and two rows of the filter, which is first copied into blocks of 32
- * channels so that those rows are contiguous. Padding is made where the rows are: each
+ * Output rows of 28 columns or more are computed directly: a register tile of CONV_MR
+ * output columns x NR channels (14 x 32 with AVX-512) takes, for each tap (kh, kw) and
+ * input channel, one broadcast input per column and two vectors of the filter, which is
+ * first copied into blocks of NR channels so that those vectors are contiguous. Padding is made where the rows are: each
  * output row reads KH input rows, and a row that needs padding is copied into a zeroed
  * scratch row, kept while the next output rows read it. The threads share the tiles.
  *
@@ -19,8 +19,13 @@
 #include <string.h>
 
 /* 14 columns x 2 vectors: 28 of the 32 zmm registers accumulate (8 columns: 150
- * against 165 GFLOP/s on one thread, 56 x 56 x 64 -> 64, 3 x 3). */
-enum { CONV_MR = 14 };
+ * against 165 GFLOP/s on one thread, 56 x 56 x 64 -> 64, 3 x 3); with AVX2, 6 columns:
+ * 12 of the 16 ymm registers. */
+#ifdef __AVX512F__
+#define CONV_MR 14
+#else
+#define CONV_MR 6
+#endif
 
 /* Output rows this wide or wider are computed directly (windows against direct tiles,
  * 3 x 3, ms: 56 x 56 x 64 0.87 against 0.64; 28 x 28 x 128 0.71 against 0.68;
@@ -60,15 +65,15 @@ static int64_t read_width(const Conv *p) { return (p->ow - 1) * p->sw + (p->kw -
 static inline __attribute__((always_inline)) void conv_tile(
     const Conv *p, int rows, const float *const *in, const float *restrict block, float *out,
     int64_t columns) {
-  f32x16 acc[CONV_MR][2];
-  for (int i = 0; i < CONV_MR; i++) acc[i][0] = acc[i][1] = (f32x16){0};
+  f32v acc[CONV_MR][2];
+  for (int i = 0; i < CONV_MR; i++) acc[i][0] = acc[i][1] = (f32v){0};
   int64_t c = p->c, across = p->sw * c;
   for (int64_t kh = 0; kh < p->kh; kh++)
     for (int64_t kw = 0; kw < p->kw; kw++) {
       const float *a = in[kh] + kw * p->dw * c;
       const float *b = block + (kh * p->kw + kw) * c * NR;
       for (int64_t q = 0; q < c; q++) {
-        f32x16 b0 = *(const f32x16 *)(b + q * NR), b1 = *(const f32x16 *)(b + q * NR + 16);
+        f32v b0 = *(const f32v *)(b + q * NR), b1 = *(const f32v *)(b + q * NR + LANES);
         for (int i = 0; i < rows; i++) {
           float s = a[i * across + q];
           acc[i][0] += s * b0;
@@ -78,15 +83,15 @@ static inline __attribute__((always_inline)) void conv_tile(
     }
   if (columns == NR) {
     for (int i = 0; i < rows; i++) {
-      *(f32x16_unaligned *)(out + i * p->f) = acc[i][0];
-      *(f32x16_unaligned *)(out + i * p->f + 16) = acc[i][1];
+      *(f32v_unaligned *)(out + i * p->f) = acc[i][0];
+      *(f32v_unaligned *)(out + i * p->f + LANES) = acc[i][1];
     }
     return;
   }
   float tile[CONV_MR * NR] __attribute__((aligned(64)));
   for (int i = 0; i < rows; i++) {
-    *(f32x16 *)(tile + i * NR) = acc[i][0];
-    *(f32x16 *)(tile + i * NR + 16) = acc[i][1];
+    *(f32v *)(tile + i * NR) = acc[i][0];
+    *(f32v *)(tile + i * NR + LANES) = acc[i][1];
   }
   for (int i = 0; i < rows; i++)
     for (int64_t j = 0; j < columns; j++) out[i * p->f + j] = tile[i * NR + j];

@@ -35,28 +35,30 @@ enum { MAX_RANK = 6, MAX_INPUTS = 8, MAX_CONSTANTS = 16, MAX_SLOTS = 8, MAX_STEP
 
 /* tanh(a) = expm1(2a) / (expm1(2a) + 2) for a = |x| <= 8.6, copied sign; 1 from
  * 9.010914 up (approximate_tanh). */
-static inline f32x16 tanh16(f32x16 x) {
-  f32x16 a = (f32x16)((i32x16)x & 0x7fffffff);
-  f32x16 clamped = select16(a > splat(0x1.133334p+3f), splat(0x1.133334p+3f), a);
-  f32x16 t = fma16(clamped, splat(0x1.715476p+1f), splat(MAGIC)); /* 2 / ln(2) */
-  i32x16 n = (i32x16)t - MAGIC_BITS;
-  f32x16 minus_n = -(t - MAGIC);
-  f32x16 r = fma16(minus_n, splat(0x1.62e430p-2f), clamped); /* ln(2) / 2 */
-  f32x16 p = splat(EXPM1[5] * 64.0f);
-  for (int i = 4; i >= 0; i--) p = fma16(p, r, splat(EXPM1[i] * (float)(2 << i)));
-  f32x16 half_expm1 = fma16(r * r, p, r);
-  f32x16 twice_scale = pow2(n + 1);
-  f32x16 expm1 = fma16(twice_scale, half_expm1, fma16(twice_scale, splat(0.5f), splat(-1.0f)));
-  f32x16 quotient = expm1 / (expm1 + 2.0f);
-  f32x16 magnitude = select16(a >= splat(0x1.205968p+3f), splat(1.0f), quotient);
-  return (f32x16)(((i32x16)magnitude & 0x7fffffff) | ((i32x16)x & INT32_MIN));
+static inline f32v vtanh(f32v x) {
+  f32v a = (f32v)((i32v)x & 0x7fffffff);
+  f32v clamped = vselect(a > splat(0x1.133334p+3f), splat(0x1.133334p+3f), a);
+  f32v t = vfma(clamped, splat(0x1.715476p+1f), splat(MAGIC)); /* 2 / ln(2) */
+  i32v n = (i32v)t - MAGIC_BITS;
+  f32v minus_n = -(t - MAGIC);
+  f32v r = vfma(minus_n, splat(0x1.62e430p-2f), clamped); /* ln(2) / 2 */
+  f32v p = splat(EXPM1[5] * 64.0f);
+  for (int i = 4; i >= 0; i--) p = vfma(p, r, splat(EXPM1[i] * (float)(2 << i)));
+  f32v half_expm1 = vfma(r * r, p, r);
+  f32v twice_scale = pow2(n + 1);
+  f32v expm1 = vfma(twice_scale, half_expm1, vfma(twice_scale, splat(0.5f), splat(-1.0f)));
+  f32v quotient = expm1 / (expm1 + 2.0f);
+  f32v magnitude = vselect(a >= splat(0x1.205968p+3f), splat(1.0f), quotient);
+  return (f32v)(((i32v)magnitude & 0x7fffffff) | ((i32v)x & INT32_MIN));
 }
 
-static inline f32x16 sqrt16(f32x16 x) {
+static inline f32v vsqrt(f32v x) {
 #ifdef __AVX512F__
-  return (f32x16)_mm512_sqrt_ps((__m512)x);
+  return (f32v)_mm512_sqrt_ps((__m512)x);
+#elif defined(__AVX__)
+  return (f32v)_mm256_sqrt_ps((__m256)x);
 #else
-  f32x16 r;
+  f32v r;
   for (int l = 0; l < LANES; l++) r[l] = __builtin_sqrtf(x[l]);
   return r;
 #endif
@@ -66,10 +68,10 @@ static inline f32x16 sqrt16(f32x16 x) {
  * products, as shlo-reciprocal-division computes them (and XLA: A / broadcast(B) is
  * A * broadcast(1 / B)); a lane whose product reaches the largest float is divided.
  * (The generated code divides its whole vector then: 16 to 128 lanes.) */
-static inline f32x16 divide_by_shared(f32x16 x, float b, float r) {
-  f32x16 z = x * r;
-  i32x16 huge = (z >= splat(FLOAT_MAX)) | (z <= splat(-FLOAT_MAX));
-  return any16(huge) ? select16(huge, x / b, z) : z;
+static inline f32v divide_by_shared(f32v x, float b, float r) {
+  f32v z = x * r;
+  i32v huge = (z >= splat(FLOAT_MAX)) | (z <= splat(-FLOAT_MAX));
+  return vany(huge) ? vselect(huge, x / b, z) : z;
 }
 
 /* A step's op, the start of its operand (NULL: none, or the value itself), its order
@@ -87,13 +89,13 @@ static inline int expensive(int64_t op) { return op == EW_EXP || op == EW_TANH; 
 static void run_cheap_steps(const Step *step, int64_t n, const float *x, float *d,
                             int64_t count) {
   for (int64_t i = 0; i < count; i += GROUP) {
-    f32x16 v[VECTORS], y[VECTORS];
-    for (int j = 0; j < VECTORS; j++) v[j] = load16(x + i + j * LANES);
+    f32v v[VECTORS], y[VECTORS];
+    for (int j = 0; j < VECTORS; j++) v[j] = vload(x + i + j * LANES);
     for (int64_t k = 0; k < n; k++) {
       int64_t reversed = step[k].reversed;
       const float *other = step[k].other;
       if (other != NULL)
-        for (int j = 0; j < VECTORS; j++) y[j] = load16(other + i + j * LANES);
+        for (int j = 0; j < VECTORS; j++) y[j] = vload(other + i + j * LANES);
       else
         for (int j = 0; j < VECTORS; j++) y[j] = v[j];
       /* No pointer to v or y: they stay in registers. (Add, multiply, max and min give
@@ -117,17 +119,17 @@ static void run_cheap_steps(const Step *step, int64_t n, const float *x, float *
             EACH(divide_by_shared(v[j], step[k].divisor, step[k].reciprocal));
           }
           EACH(v[j] / y[j]);
-        case EW_MAX: EACH(combine16(MAXIMUM, v[j], y[j]));
-        case EW_MIN: EACH(combine16(MINIMUM, v[j], y[j]));
+        case EW_MAX: EACH(vcombine(MAXIMUM, v[j], y[j]));
+        case EW_MIN: EACH(vcombine(MINIMUM, v[j], y[j]));
         case EW_NEG: EACH(-v[j]);
-        case EW_ABS: EACH((f32x16)((i32x16)v[j] & 0x7fffffff));
-        case EW_SQRT: EACH(sqrt16(v[j]));
-        case EW_RSQRT: EACH(1.0f / sqrt16(v[j]));
+        case EW_ABS: EACH((f32v)((i32v)v[j] & 0x7fffffff));
+        case EW_SQRT: EACH(vsqrt(v[j]));
+        case EW_RSQRT: EACH(1.0f / vsqrt(v[j]));
 #undef EACH
         default: break;
       }
     }
-    for (int j = 0; j < VECTORS; j++) store16(d + i + j * LANES, v[j]);
+    for (int j = 0; j < VECTORS; j++) vstore(d + i + j * LANES, v[j]);
   }
 }
 
@@ -137,15 +139,15 @@ static void run_cheap_steps(const Step *step, int64_t n, const float *x, float *
 static void run_expensive_step(int64_t op, const float *x, float *d, int64_t count) {
   if (op == EW_EXP) {
     for (int64_t i = 0; i < count; i += 4 * LANES) {
-      f32x16 v[4];
-      for (int j = 0; j < 4; j++) v[j] = load16(x + i + j * LANES);
+      f32v v[4];
+      for (int j = 0; j < 4; j++) v[j] = vload(x + i + j * LANES);
       exp4(v);
-      for (int j = 0; j < 4; j++) store16(d + i + j * LANES, v[j]);
+      for (int j = 0; j < 4; j++) vstore(d + i + j * LANES, v[j]);
     }
     return;
   }
   /* One vector at a time: four at once (the generated code's eight) ran 10-20% slower. */
-  for (int64_t i = 0; i < count; i += LANES) store16(d + i, tanh16(load16(x + i)));
+  for (int64_t i = 0; i < count; i += LANES) vstore(d + i, vtanh(vload(x + i)));
 }
 
 /* d = a chain of steps on a value that starts as `start`, for `count` values (a

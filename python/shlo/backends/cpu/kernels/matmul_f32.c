@@ -13,11 +13,27 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
-enum { MR = 8, NR = 32, KC = 256, MC = 128, NC = 1024 };
+/* Vectors of the host's width, LANES floats: zmm registers with AVX-512, else ymm. A
+ * register tile is MR rows of two vectors: 16 of AVX-512's 32 registers, 12 of AVX2's
+ * 16 (vectors twice the host's width split through memory: the 1024^3 product took
+ * 534 ms on a Zen 3 with 8 x 32 tiles of 16 lanes). MC is whole register tiles. */
+#ifdef __AVX512F__
+#define LANES 16
+#define MR 8
+#define MC 128
+#else
+#define LANES 8
+#define MR 6
+#define MC 120
+#endif
+enum { NR = 2 * LANES, KC = 256, NC = 1024 };
 
-typedef float f32x16 __attribute__((vector_size(64)));
-typedef float f32x16_unaligned __attribute__((vector_size(64), aligned(4)));
+typedef float f32v __attribute__((vector_size(4 * LANES)));
+typedef float f32v_unaligned __attribute__((vector_size(4 * LANES), aligned(4)));
 
 /* The OpenMP runtime's libgomp entry points (libiomp5 implements them). The host gives
  * those of the runtime the generated code uses (shlo_kernels_use_openmp): a process may
@@ -59,12 +75,12 @@ typedef struct {
 } Problem;
 
 /* c[rows x NR] (row stride ldc) = a register tile's sums, or += them unless first. */
-static inline __attribute__((always_inline)) void store_tile(const int rows, f32x16 acc[][2],
+static inline __attribute__((always_inline)) void store_tile(const int rows, f32v acc[][2],
                                                              float *restrict c, int64_t ldc,
                                                              int first) {
   for (int i = 0; i < rows; i++) {
-    f32x16_unaligned *c0 = (f32x16_unaligned *)(c + i * ldc);
-    f32x16_unaligned *c1 = (f32x16_unaligned *)(c + i * ldc + 16);
+    f32v_unaligned *c0 = (f32v_unaligned *)(c + i * ldc);
+    f32v_unaligned *c1 = (f32v_unaligned *)(c + i * ldc + LANES);
     if (first) {
       *c0 = acc[i][0];
       *c1 = acc[i][1];
@@ -80,10 +96,10 @@ static inline __attribute__((always_inline)) void store_tile(const int rows, f32
 static inline __attribute__((always_inline)) void register_tile(
     int64_t kc, const float *restrict a, int64_t a_step, int64_t a_row,
     const float *restrict b, float *restrict c, int64_t ldc, int first) {
-  f32x16 acc[MR][2];
-  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = (f32x16){0};
+  f32v acc[MR][2];
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = (f32v){0};
   for (int64_t p = 0; p < kc; p++) {
-    f32x16 b0 = *(const f32x16 *)(b + p * NR), b1 = *(const f32x16 *)(b + p * NR + 16);
+    f32v b0 = *(const f32v *)(b + p * NR), b1 = *(const f32v *)(b + p * NR + LANES);
     for (int i = 0; i < MR; i++) {
       float s = a[p * a_step + i * a_row];
       acc[i][0] += s * b0;
@@ -123,8 +139,6 @@ static void unpacked_matmul(const float *a, int64_t a_row, int64_t a_col, const 
 }
 
 #ifdef __AVX512F__
-#include <immintrin.h>
-
 /* r[i][j] becomes r[j][i]: pairs of rows, then pairs of pairs, within 128-bit lanes;
  * then the lanes. */
 static inline void transpose_16x16(__m512 r[16]) {
@@ -216,14 +230,14 @@ static inline __attribute__((always_inline)) void in_place_tile(
     const int rows, int64_t kc, int64_t ahead, int64_t last, const float *restrict a,
     int64_t a_row, int64_t a_col, const float *restrict b, int64_t b_row, float *restrict c,
     int64_t ldc, int first) {
-  f32x16 acc[MR][2];
-  for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (f32x16){0};
+  f32v acc[MR][2];
+  for (int i = 0; i < rows; i++) acc[i][0] = acc[i][1] = (f32v){0};
   for (int64_t p = 0; p < kc; p++) {
     const float *next = b + (p + ahead < last ? p + ahead : last) * b_row;
     __builtin_prefetch(next, 0, 2);
-    __builtin_prefetch(next + 16, 0, 2);
-    f32x16 b0 = *(const f32x16_unaligned *)(b + p * b_row);
-    f32x16 b1 = *(const f32x16_unaligned *)(b + p * b_row + 16);
+    if (NR > 16) __builtin_prefetch(next + 16, 0, 2); /* a second cache line */
+    f32v b0 = *(const f32v_unaligned *)(b + p * b_row);
+    f32v b1 = *(const f32v_unaligned *)(b + p * b_row + LANES);
     for (int i = 0; i < rows; i++) {
       float s = a[p * a_col + i * a_row];
       acc[i][0] += s * b0;
@@ -247,9 +261,11 @@ static void tile_rows(const float *a, int64_t a_row, int64_t a_col, const float 
 #define TILE(r) in_place_tile(r, kc, ahead, last, ap, a_row, a_col, bp + j, b_row, c + j, ldc, pc == 0)
       switch (m) {
         case 5: TILE(5); break;
+#if MR == 8
         case 6: TILE(6); break;
         case 7: TILE(7); break;
-        default: TILE(8);
+#endif
+        default: TILE(MR);
       }
 #undef TILE
     }
@@ -263,15 +279,15 @@ static void tile_rows(const float *a, int64_t a_row, int64_t a_col, const float 
   }
 }
 
-/* t[r * w + 0:w] += s[r] times a row of b, for each of `rows` rows of a, 16 lanes at a time. */
+/* t[r * w + 0:w] += s[r] times a row of b, for each of `rows` rows of a, a vector at a time. */
 static inline __attribute__((always_inline)) void add_scaled_row(
     const int rows, const float *restrict s, const float *restrict row,
     const float *restrict ahead, int64_t w, float *restrict t) {
   int64_t v = 0;
-  for (; v + 16 <= w; v += 16) {
+  for (; v + LANES <= w; v += LANES) {
     __builtin_prefetch(ahead + v, 0, 2);
-    f32x16 y = *(const f32x16_unaligned *)(row + v);
-    for (int r = 0; r < rows; r++) *(f32x16_unaligned *)(t + r * w + v) += s[r] * y;
+    f32v y = *(const f32v_unaligned *)(row + v);
+    for (int r = 0; r < rows; r++) *(f32v_unaligned *)(t + r * w + v) += s[r] * y;
   }
   for (; v < w; v++)
     for (int r = 0; r < rows; r++) t[r * w + v] = __builtin_fmaf(s[r], row[v], t[r * w + v]);
@@ -291,7 +307,7 @@ static void few_rows(const float *a, int64_t a_row, int64_t a_col, const float *
   }
   for (int64_t i = 0; i < m; i += FEW) {
     int rows = m - i < FEW ? (int)(m - i) : FEW;
-    int64_t most = (int64_t)(MC * KC + KC * NC) / rows / 16 * 16;
+    int64_t most = (int64_t)(MC * KC + KC * NC) / rows / LANES * LANES;
     for (int64_t j = 0; j < n; j += most) {
       int64_t w = n - j < most ? n - j : most;
       int64_t distance = PREFETCH_BYTES / 4 / w < 1 ? 1 : PREFETCH_BYTES / 4 / w;
@@ -321,26 +337,26 @@ static void few_rows(const float *a, int64_t a_row, int64_t a_col, const float *
 
 /* Few rows of a contiguous a (a_col == 1) times a transposed b (b_row == 1: each column of
  * b contiguous, b_col apart, as PyTorch's Linear weights are): one dot product per result,
- * 16 lanes of k at a time, FEW rows for each column read. */
+ * a vector of k at a time, FEW rows for each column read. */
 static void few_rows_by_columns(const float *a, int64_t a_row, const float *b, int64_t b_col,
                                 float *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   for (int64_t i = 0; i < m; i += FEW) {
     int rows = m - i < FEW ? (int)(m - i) : FEW;
     for (int64_t j = 0; j < n; j++) {
       const float *column = b + j * b_col;
-      f32x16 acc[FEW] = {{0}};
+      f32v acc[FEW] = {{0}};
       float tail[FEW] = {0.f};
       int64_t p = 0;
-      for (; p + 16 <= k; p += 16) {
-        f32x16 y = *(const f32x16_unaligned *)(column + p);
+      for (; p + LANES <= k; p += LANES) {
+        f32v y = *(const f32v_unaligned *)(column + p);
         for (int r = 0; r < FEW; r++)
-          if (r < rows) acc[r] += *(const f32x16_unaligned *)(a + (i + r) * a_row + p) * y;
+          if (r < rows) acc[r] += *(const f32v_unaligned *)(a + (i + r) * a_row + p) * y;
       }
       for (; p < k; p++)
         for (int r = 0; r < rows; r++) tail[r] += a[(i + r) * a_row + p] * column[p];
       for (int r = 0; r < rows; r++) {
         float sum = tail[r];
-        for (int l = 0; l < 16; l++) sum += acc[r][l];
+        for (int l = 0; l < LANES; l++) sum += acc[r][l];
         c[(i + r) * ldc + j] = sum;
       }
     }
@@ -455,16 +471,16 @@ __attribute__((optimize("fp-contract=off"))) static void rounded_products(
   for (int64_t i = 0; i < m; i++) {
     float *row = c + i * ldc;
     int64_t j = 0;
-    for (; b_col == 1 && j + 32 <= n; j += 32) { /* 32 sums in registers */
-      f32x16 sum0 = {0}, sum1 = {0};
+    for (; b_col == 1 && j + NR <= n; j += NR) { /* NR sums in registers */
+      f32v sum0 = {0}, sum1 = {0};
       for (int64_t p = 0; p < k; p++) {
         float x = a[i * a_row + p * a_col];
         const float *y = b + p * b_row + j;
-        sum0 = sum0 + x * *(const f32x16_unaligned *)y;
-        sum1 = sum1 + x * *(const f32x16_unaligned *)(y + 16);
+        sum0 = sum0 + x * *(const f32v_unaligned *)y;
+        sum1 = sum1 + x * *(const f32v_unaligned *)(y + LANES);
       }
-      *(f32x16_unaligned *)(row + j) = sum0;
-      *(f32x16_unaligned *)(row + j + 16) = sum1;
+      *(f32v_unaligned *)(row + j) = sum0;
+      *(f32v_unaligned *)(row + j + LANES) = sum1;
     }
     for (; j < n; j++) {
       float sum = 0.f;

@@ -14,48 +14,51 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-typedef int32_t i32x16 __attribute__((vector_size(64)));
-typedef uint32_t u32x16 __attribute__((vector_size(64)));
+typedef int32_t i32v __attribute__((vector_size(4 * LANES)));
+typedef uint32_t u32v __attribute__((vector_size(4 * LANES)));
 
-enum { LANES = 16 };
 enum { SUM = 0, MAXIMUM = 1, MINIMUM = 2 };             /* shlo_reduce_f32's kinds */
 enum { UNSCALED = 0, MULTIPLIED = 1, DIVIDED = 2 };      /* shlo_softmax_f32's inputs */
 
-static inline f32x16 load16(const float *p) { return *(const f32x16_unaligned *)p; }
-static inline void store16(float *p, f32x16 v) { *(f32x16_unaligned *)p = v; }
+static inline f32v vload(const float *p) { return *(const f32v_unaligned *)p; }
+static inline void vstore(float *p, f32v v) { *(f32v_unaligned *)p = v; }
 /* v in every lane (v - +0.0 is v, -0.0 included; +0.0 + -0.0 would be +0.0). */
-static inline f32x16 splat(float v) { return v - (f32x16){0}; }
+static inline f32v splat(float v) { return v - (f32v){0}; }
 
 /* Whether any lane of a comparison's mask is set. */
-static inline int any16(i32x16 mask) {
+static inline int vany(i32v mask) {
 #ifdef __AVX512F__
   return _mm512_test_epi32_mask((__m512i)mask, (__m512i)mask) != 0;
+#elif defined(__AVX2__)
+  return !_mm256_testz_si256((__m256i)mask, (__m256i)mask);
 #else
   int any = 0;
   for (int l = 0; l < LANES; l++) any |= mask[l] != 0;
   return any;
 #endif
 }
-static inline f32x16 select16(i32x16 mask, f32x16 yes, f32x16 no) {
-  return (f32x16)((mask & (i32x16)yes) | (~mask & (i32x16)no));
+static inline f32v vselect(i32v mask, f32v yes, f32v no) {
+  return (f32v)((mask & (i32v)yes) | (~mask & (i32v)no));
 }
 static inline float bits_to_float(int64_t bits) {
   union { uint32_t u; float f; } value = {(uint32_t)bits};
   return value.f;
 }
 
-static inline f32x16 fma16(f32x16 a, f32x16 b, f32x16 c) {
+static inline f32v vfma(f32v a, f32v b, f32v c) {
 #ifdef __AVX512F__
-  return (f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+  return (f32v)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+  return (f32v)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
-  f32x16 r;
+  f32v r;
   for (int l = 0; l < LANES; l++) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
   return r;
 #endif
 }
 
 /* arith.maximumf and arith.minimumf: NaN if either is, and -0.0 below +0.0. */
-static inline __attribute__((always_inline)) f32x16 combine16(int kind, f32x16 a, f32x16 b) {
+static inline __attribute__((always_inline)) f32v vcombine(int kind, f32v a, f32v b) {
   if (kind == SUM) return a + b;
 #ifdef __AVX512F__
   /* vmaxps, then the zeros (both bits' and for max, or for min) and NaN (a + b) fixed. */
@@ -66,10 +69,10 @@ static inline __attribute__((always_inline)) f32x16 combine16(int kind, f32x16 a
                                   : _mm512_or_epi32((__m512i)x, (__m512i)y);
   r = _mm512_mask_mov_epi32(r, equal, zeros);
   __mmask16 nan = _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q);
-  return (f32x16)_mm512_mask_add_ps((__m512)r, nan, x, y);
+  return (f32v)_mm512_mask_add_ps((__m512)r, nan, x, y);
 #else
-  i32x16 ia = (i32x16)a, ib = (i32x16)b;
-  i32x16 pick_a, zeros; /* +0.0 and -0.0: max takes the bits both have, min either's */
+  i32v ia = (i32v)a, ib = (i32v)b;
+  i32v pick_a, zeros; /* +0.0 and -0.0: max takes the bits both have, min either's */
   if (kind == MAXIMUM) {
     pick_a = a > b;
     zeros = ia & ib;
@@ -77,10 +80,10 @@ static inline __attribute__((always_inline)) f32x16 combine16(int kind, f32x16 a
     pick_a = a < b;
     zeros = ia | ib;
   }
-  i32x16 r = (pick_a & ia) | (~pick_a & ib);
-  i32x16 equal = a == b;
+  i32v r = (pick_a & ia) | (~pick_a & ib);
+  i32v equal = a == b;
   r = (equal & zeros) | (~equal & r);
-  return select16((a != a) | (b != b), a + b, (f32x16)r);
+  return vselect((a != a) | (b != b), a + b, (f32v)r);
 #endif
 }
 
@@ -101,21 +104,26 @@ static inline float identity(int kind) {
 }
 
 /* The lanes of v combined, in a tree of halves. */
-static inline __attribute__((always_inline)) float fold16(int kind, f32x16 v) {
-  static const i32x16 halves[4] = {
+static inline __attribute__((always_inline)) float vfold(int kind, f32v v) {
+#if LANES == 16
+  static const i32v halves[] = {
       {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},
       {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
       {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
       {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
   };
-  for (int h = 0; h < 4; h++) {
+#else
+  static const i32v halves[] = {
+      {4, 5, 6, 7, 0, 1, 2, 3}, {2, 3, 0, 1, 6, 7, 4, 5}, {1, 0, 3, 2, 5, 4, 7, 6}};
+#endif
+  for (int h = 0; h < (int)(sizeof halves / sizeof halves[0]); h++) {
 #ifdef __clang__
-    f32x16 other;
+    f32v other;
     for (int l = 0; l < LANES; l++) other[l] = v[halves[h][l]];
 #else
-    f32x16 other = __builtin_shuffle(v, halves[h]);
+    f32v other = __builtin_shuffle(v, halves[h]);
 #endif
-    v = combine16(kind, v, other);
+    v = vcombine(kind, v, other);
   }
   return v[0];
 }
@@ -124,19 +132,19 @@ static inline __attribute__((always_inline)) float fold16(int kind, f32x16 v) {
  * shorter than four. */
 static inline __attribute__((always_inline)) float reduce_row(int kind, const float *x,
                                                               int64_t n, float init) {
-  f32x16 acc = splat(identity(kind));
+  f32v acc = splat(identity(kind));
   int64_t j = 0;
   if (n >= 4 * LANES) {
-    f32x16 more[3] = {acc, acc, acc};
+    f32v more[3] = {acc, acc, acc};
     for (; j + 4 * LANES <= n; j += 4 * LANES) {
-      acc = combine16(kind, acc, load16(x + j));
+      acc = vcombine(kind, acc, vload(x + j));
       for (int a = 0; a < 3; a++)
-        more[a] = combine16(kind, more[a], load16(x + j + (a + 1) * LANES));
+        more[a] = vcombine(kind, more[a], vload(x + j + (a + 1) * LANES));
     }
-    acc = combine16(kind, combine16(kind, acc, more[0]), combine16(kind, more[1], more[2]));
+    acc = vcombine(kind, vcombine(kind, acc, more[0]), vcombine(kind, more[1], more[2]));
   }
-  for (; j + LANES <= n; j += LANES) acc = combine16(kind, acc, load16(x + j));
-  float total = fold16(kind, acc);
+  for (; j + LANES <= n; j += LANES) acc = vcombine(kind, acc, vload(x + j));
+  float total = vfold(kind, acc);
   for (; j < n; j++) total = combine1(kind, total, x[j]);
   return combine1(kind, init, total);
 }
@@ -149,17 +157,17 @@ static inline __attribute__((always_inline)) void reduce_columns(
     int64_t end, float init) {
   int64_t i = start;
   for (; i + COLUMN_VECTORS * LANES <= end; i += COLUMN_VECTORS * LANES) {
-    f32x16 acc[COLUMN_VECTORS];
+    f32v acc[COLUMN_VECTORS];
     for (int a = 0; a < COLUMN_VECTORS; a++) acc[a] = splat(init);
     for (int64_t r = 0; r < reduced; r++)
       for (int a = 0; a < COLUMN_VECTORS; a++)
-        acc[a] = combine16(kind, acc[a], load16(x + r * inner + i + a * LANES));
-    for (int a = 0; a < COLUMN_VECTORS; a++) store16(y + i + a * LANES, acc[a]);
+        acc[a] = vcombine(kind, acc[a], vload(x + r * inner + i + a * LANES));
+    for (int a = 0; a < COLUMN_VECTORS; a++) vstore(y + i + a * LANES, acc[a]);
   }
   for (; i + LANES <= end; i += LANES) {
-    f32x16 acc = splat(init);
-    for (int64_t r = 0; r < reduced; r++) acc = combine16(kind, acc, load16(x + r * inner + i));
-    store16(y + i, acc);
+    f32v acc = splat(init);
+    for (int64_t r = 0; r < reduced; r++) acc = vcombine(kind, acc, vload(x + r * inner + i));
+    vstore(y + i, acc);
   }
   for (; i < end; i++) {
     float acc = init;
@@ -244,59 +252,59 @@ static const float EXPM1[] = {0.5f, 0.1666666716337204f, 0.04166647046804428f,
 #define MAGIC 12582912.0f
 #define MAGIC_BITS 0x4B400000
 
-static inline f32x16 pow2(i32x16 n) { return (f32x16)((n + 127) << 23); }
+static inline f32v pow2(i32v n) { return (f32v)((n + 127) << 23); }
 
 /* r + r^2 EXPM1(r), by Horner's rule. */
-static inline f32x16 expm1_of_reduced(f32x16 r) {
-  f32x16 p = splat(EXPM1[5]);
-  for (int i = 4; i >= 0; i--) p = fma16(p, r, splat(EXPM1[i]));
-  return fma16(r * r, p, r);
+static inline f32v expm1_of_reduced(f32v r) {
+  f32v p = splat(EXPM1[5]);
+  for (int i = 4; i >= 0; i--) p = vfma(p, r, splat(EXPM1[i]));
+  return vfma(r * r, p, r);
 }
 
 /* x = n ln(2) + r, |r| <= ln(2) / 2: Cody-Waite reduction, n from the magic sum's bits. */
-static inline f32x16 reduce_by_ln2(f32x16 x, i32x16 *n) {
-  f32x16 t = fma16(x, splat(LOG2E), splat(MAGIC));
-  *n = (i32x16)t - MAGIC_BITS;
-  f32x16 minus_n = -(t - MAGIC);
-  return fma16(minus_n, splat(LN2_LO), fma16(minus_n, splat(LN2_HI), x));
+static inline f32v reduce_by_ln2(f32v x, i32v *n) {
+  f32v t = vfma(x, splat(LOG2E), splat(MAGIC));
+  *n = (i32v)t - MAGIC_BITS;
+  f32v minus_n = -(t - MAGIC);
+  return vfma(minus_n, splat(LN2_LO), vfma(minus_n, splat(LN2_HI), x));
 }
 
 /* exp(x) for any x: clamped to [-104, 89] (NaN stays NaN), then q 2^n in two normal
  * factors, so a denormal result rounds once. */
-static inline f32x16 exp_general(f32x16 x) {
-  x = select16(x > splat(89.0f), splat(89.0f), x);
-  x = select16(x < splat(-104.0f), splat(-104.0f), x);
-  i32x16 n;
-  f32x16 q = expm1_of_reduced(reduce_by_ln2(x, &n)) + 1.0f;
-  i32x16 half = n >> 1;
+static inline f32v exp_general(f32v x) {
+  x = vselect(x > splat(89.0f), splat(89.0f), x);
+  x = vselect(x < splat(-104.0f), splat(-104.0f), x);
+  i32v n;
+  f32v q = expm1_of_reduced(reduce_by_ln2(x, &n)) + 1.0f;
+  i32v half = n >> 1;
   return q * pow2(half) * pow2(n - half);
 }
 
 /* exp of four vectors: 2^n + 2^n expm1(r) in one FMA when every n is in [-125, 127]
  * (x in about [-86.9, 88.3], where softmax's x - max lies but for its extremes). */
-static inline void exp4(f32x16 x[4]) {
-  f32x16 r[4];
-  i32x16 n[4], outside = {0};
+static inline void exp4(f32v x[4]) {
+  f32v r[4];
+  i32v n[4], outside = {0};
   for (int a = 0; a < 4; a++) {
     r[a] = reduce_by_ln2(x[a], &n[a]);
-    outside |= (u32x16)(n[a] + 125) > 252u;
+    outside |= (u32v)(n[a] + 125) > 252u;
   }
-  if (!any16(outside)) {
+  if (!vany(outside)) {
     for (int a = 0; a < 4; a++) {
-      f32x16 scale = pow2(n[a]);
-      x[a] = fma16(expm1_of_reduced(r[a]), scale, scale);
+      f32v scale = pow2(n[a]);
+      x[a] = vfma(expm1_of_reduced(r[a]), scale, scale);
     }
   } else {
     for (int a = 0; a < 4; a++) x[a] = exp_general(x[a]);
   }
 }
 
-static inline f32x16 exp16(f32x16 x) {
-  i32x16 n;
-  f32x16 r = reduce_by_ln2(x, &n);
-  if (any16((u32x16)(n + 125) > 252u)) return exp_general(x);
-  f32x16 scale = pow2(n);
-  return fma16(expm1_of_reduced(r), scale, scale);
+static inline f32v vexp(f32v x) {
+  i32v n;
+  f32v r = reduce_by_ln2(x, &n);
+  if (vany((u32v)(n + 125) > 252u)) return exp_general(x);
+  f32v scale = pow2(n);
+  return vfma(expm1_of_reduced(r), scale, scale);
 }
 
 typedef struct {
@@ -326,41 +334,41 @@ static inline float normal_reciprocal(float b) {
 
 /* z = x, x * factor or x / factor: a division by a normal reciprocal's product, as
  * shlo-reciprocal-division computes it, unless a product reaches the largest float. */
-static inline __attribute__((always_inline)) f32x16 scaled(int scaling, const Softmax *p,
-                                                           f32x16 x) {
+static inline __attribute__((always_inline)) f32v scaled(int scaling, const Softmax *p,
+                                                           f32v x) {
   if (scaling == MULTIPLIED) return x * p->factor;
   if (scaling == UNSCALED) return x;
   if (p->reciprocal != 0.0f) {
-    f32x16 z = x * p->reciprocal;
-    if (!any16((z >= splat(FLOAT_MAX)) | (z <= splat(-FLOAT_MAX)))) return z;
+    f32v z = x * p->reciprocal;
+    if (!vany((z >= splat(FLOAT_MAX)) | (z <= splat(-FLOAT_MAX)))) return z;
   }
   return x / p->factor;
 }
 
 /* The larger of each lane, either when one is NaN and either
  * zero when both are: vmaxps where there is one. */
-static inline f32x16 larger(f32x16 a, f32x16 b) {
+static inline f32v larger(f32v a, f32v b) {
 #ifdef __AVX512F__
-  return (f32x16)_mm512_max_ps((__m512)a, (__m512)b);
+  return (f32v)_mm512_max_ps((__m512)a, (__m512)b);
 #else
-  return select16(a > b, a, b);
+  return vselect(a > b, a, b);
 #endif
 }
 
 /* The last, partial vector of a row of n: its lanes past the end are `pad`. */
-static inline f32x16 load_tail(const float *x, int64_t n, float pad) {
+static inline f32v load_tail(const float *x, int64_t n, float pad) {
   int64_t full = n / LANES * LANES;
 #ifdef __AVX512F__
   __mmask16 lanes = (__mmask16)((1u << (n - full)) - 1);
-  return (f32x16)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), lanes, x + full);
+  return (f32v)_mm512_mask_loadu_ps(_mm512_set1_ps(pad), lanes, x + full);
 #else
-  f32x16 v = splat(pad);
+  f32v v = splat(pad);
   for (int64_t j = full; j < n; j++) v[j - full] = x[j];
   return v;
 #endif
 }
 
-static inline void store_tail(float *y, int64_t n, f32x16 v) {
+static inline void store_tail(float *y, int64_t n, f32v v) {
   int64_t full = n / LANES * LANES;
 #ifdef __AVX512F__
   _mm512_mask_storeu_ps(y + full, (__mmask16)((1u << (n - full)) - 1), (__m512)v);
@@ -370,38 +378,38 @@ static inline void store_tail(float *y, int64_t n, f32x16 v) {
 }
 
 /* The lanes of v summed (SUM) or their largest (MAXIMUM), for the softmax: AVX-512's
- * reductions where there are (their max skips NaN, as the softmax's may), else fold16. */
-static inline float softmax_lanes(int kind, f32x16 v) {
+ * reductions where there are (their max skips NaN, as the softmax's may), else vfold. */
+static inline float softmax_lanes(int kind, f32v v) {
 #ifdef __AVX512F__
   return kind == SUM ? _mm512_reduce_add_ps((__m512)v) : _mm512_reduce_max_ps((__m512)v);
 #else
-  return fold16(kind, v);
+  return vfold(kind, v);
 #endif
 }
 
 /* z at x[j:j + LANES], and in a row's partial last vector (0 past the end). */
-static inline __attribute__((always_inline)) f32x16 z_at(int scaling, int biased, const Softmax *p,
+static inline __attribute__((always_inline)) f32v z_at(int scaling, int biased, const Softmax *p,
                                                           const float *x, const float *b,
                                                           int64_t j) {
-  f32x16 z = scaled(scaling, p, load16(x + j));
-  return biased ? z + load16(b + j) : z;
+  f32v z = scaled(scaling, p, vload(x + j));
+  return biased ? z + vload(b + j) : z;
 }
 
-static inline __attribute__((always_inline)) f32x16 z_tail(int scaling, int biased,
+static inline __attribute__((always_inline)) f32v z_tail(int scaling, int biased,
                                                             const Softmax *p, const float *x,
                                                             const float *b, int64_t n) {
-  f32x16 z = scaled(scaling, p, load_tail(x, n, 0.0f));
+  f32v z = scaled(scaling, p, load_tail(x, n, 0.0f));
   return biased ? z + load_tail(b, n, 0.0f) : z;
 }
 
 /* A row's max. A NaN is skipped, whose e and so sum are NaN, and every result NaN then
  * as when the max is NaN. Its zero's sign does not matter: z - max is the same for
  * either but when z is a zero, and exp(+-0) is 1. */
-static inline __attribute__((always_inline)) f32x16 row_max(int scaling, int biased,
+static inline __attribute__((always_inline)) f32v row_max(int scaling, int biased,
                                                              const Softmax *p, const float *x,
                                                              const float *b) {
   int64_t n = p->columns, full = n / LANES * LANES;
-  f32x16 most[4];
+  f32v most[4];
   for (int a = 0; a < 4; a++) most[a] = splat(-__builtin_inff());
   int64_t j = 0;
   for (; j + 4 * LANES <= full; j += 4 * LANES) {
@@ -412,36 +420,36 @@ static inline __attribute__((always_inline)) f32x16 row_max(int scaling, int bia
   }
   for (; j < full; j += LANES) most[0] = larger(z_at(scaling, biased, p, x, b, j), most[0]);
   if (full < n) { /* the lanes past the end -inf */
-    f32x16 z = z_tail(scaling, biased, p, x, b, n);
+    f32v z = z_tail(scaling, biased, p, x, b, n);
     most[1] = larger(load_tail((const float *)&z - full, n, -__builtin_inff()), most[1]);
   }
-  f32x16 largest = larger(larger(most[0], most[1]), larger(most[2], most[3]));
+  f32v largest = larger(larger(most[0], most[1]), larger(most[2], most[3]));
   return splat(softmax_lanes(MAXIMUM, largest));
 }
 
 /* e = exp(z - max) into y, and its sum, from +0.0 as the op's. */
 static inline __attribute__((always_inline)) float row_exp(int scaling, int biased,
                                                            const Softmax *p, const float *x,
-                                                           const float *b, f32x16 max,
+                                                           const float *b, f32v max,
                                                            float *y) {
   int64_t n = p->columns, full = n / LANES * LANES, j = 0;
-  f32x16 sums[4] = {splat(-0.0f), splat(-0.0f), splat(-0.0f), splat(-0.0f)};
+  f32v sums[4] = {splat(-0.0f), splat(-0.0f), splat(-0.0f), splat(-0.0f)};
   for (; j + 4 * LANES <= full; j += 4 * LANES) {
-    f32x16 e[4];
+    f32v e[4];
     for (int a = 0; a < 4; a++) e[a] = z_at(scaling, biased, p, x, b, j + a * LANES) - max;
     exp4(e);
     for (int a = 0; a < 4; a++) {
       sums[a] += e[a];
-      store16(y + j + a * LANES, e[a]);
+      vstore(y + j + a * LANES, e[a]);
     }
   }
   for (; j < full; j += LANES) {
-    f32x16 e = exp16(z_at(scaling, biased, p, x, b, j) - max);
-    store16(y + j, e);
+    f32v e = vexp(z_at(scaling, biased, p, x, b, j) - max);
+    vstore(y + j, e);
     sums[0] += e;
   }
   if (full < n) {
-    store_tail(y, n, exp16(z_tail(scaling, biased, p, x, b, n) - max));
+    store_tail(y, n, vexp(z_tail(scaling, biased, p, x, b, n) - max));
     sums[1] += load_tail(y, n, -0.0f);
   }
   return 0.0f + softmax_lanes(SUM, (sums[0] + sums[1]) + (sums[2] + sums[3]));
@@ -453,8 +461,8 @@ static inline __attribute__((always_inline)) float row_exp(int scaling, int bias
 static inline __attribute__((always_inline)) void row_divide(const Softmax *p, float sum,
                                                              float *y) {
   int64_t n = p->columns, full = n / LANES * LANES, j = 0;
-  f32x16 reciprocal = splat(1.0f / sum);
-  for (; j < full; j += LANES) store16(y + j, load16(y + j) * reciprocal);
+  f32v reciprocal = splat(1.0f / sum);
+  for (; j < full; j += LANES) vstore(y + j, vload(y + j) * reciprocal);
   if (full < n) store_tail(y, n, load_tail(y, n, 0.0f) * reciprocal);
 }
 
@@ -463,7 +471,7 @@ static inline __attribute__((always_inline)) void row_divide(const Softmax *p, f
 static inline __attribute__((always_inline)) void softmax_rows(
     int scaling, int biased, int count, const Softmax *p, const float *const *x,
     const float *const *b, float *const *y) {
-  f32x16 max[4];
+  f32v max[4];
   float sum[4];
   for (int k = 0; k < count; k++) max[k] = row_max(scaling, biased, p, x[k], b[k]);
   for (int k = 0; k < count; k++) sum[k] = row_exp(scaling, biased, p, x[k], b[k], max[k], y[k]);
