@@ -7,8 +7,8 @@ transpose's loops are tiles of 16 x 16 values transposed in registers by 64
 shuffles, which cost LLVM 15-20 ms per transpose: 3 of GPT-2's 30 kernels
 and a quarter of its LLVM time, 10 of the training step's. The kernel
 (``shlo_transpose_f32``, in ``shlo/backends/cpu/kernels/transpose_f32.c``)
-does the same tiles with AVX-512 permutes, so only hosts with AVX-512 call
-it; elsewhere the code stays generated.
+does the same tiles with AVX-512's permutes, or 8 x 8 ones with AVX2's, so
+only hosts with one of them call it; elsewhere the code stays generated.
 
 A ``linalg.generic`` that only copies one static f32 input of at least 256
 values, through a permutation of its dimensions, becomes a call that reads
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from shlo._mlir_compat import ir
-from shlo.disk_cache import host_has_avx512
+from shlo.backends.cpu.precompiled import host_suits_kernels
 from shlo.ir_utils import copy_parts, defining_op, ops_named, row_major_strides, static_shape
 from shlo.pass_framework import Pass
 from shlo.passes.cpu.call_precompiled_kernels import (
@@ -155,12 +155,13 @@ def _whole_tiles(shape: list[int], strides: list[int]) -> bool:
 
 @dataclass(frozen=True)
 class MarkPrecompiledTransposesPass(Pass):
-    """Replace f32 transposes that stand alone by calls of opaque placeholders, on AVX-512 hosts."""
+    """Replace f32 transposes that stand alone by calls of opaque placeholders, on hosts
+    with AVX-512 or AVX2."""
 
     argument: ClassVar[str] = "shlo-mark-precompiled-transposes"
 
     def run(self, module: ir.Operation) -> None:
-        if not host_has_avx512():
+        if not host_suits_kernels():
             return
         index = first_free_index(module)
         for op in ops_named(module, "linalg.generic"):

@@ -19,9 +19,6 @@ from shlo.passes.cpu import mark_precompiled_transposes
 
 pytestmark = [
     pytest.mark.skipif(not precompiled.enabled(), reason="no C compiler"),
-    pytest.mark.skipif(
-        not mark_precompiled_transposes.host_has_avx512(), reason="the kernel is for AVX-512"
-    ),
 ]
 
 RANK = mark_precompiled_transposes.RANK
@@ -123,6 +120,6 @@ def test_programs_give_jaxs_bits(name):
     assert _calls_kernel(function, *args) == calls
 
 
-def test_hosts_without_avx512_keep_generated_transposes(monkeypatch):
-    monkeypatch.setattr(mark_precompiled_transposes, "host_has_avx512", lambda: False)
+def test_hosts_without_the_kernels_vectors_keep_generated_transposes(monkeypatch):
+    monkeypatch.setattr(mark_precompiled_transposes, "host_suits_kernels", lambda: False)
     assert not _calls_kernel(lambda x: x.T, np.zeros((64, 96), np.float32))

@@ -164,6 +164,27 @@ static inline void transpose_16x16(__m512 r[16]) {
     r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
   }
 }
+#elif defined(__AVX2__)
+/* r[i][j] becomes r[j][i], 8 x 8: pairs of rows, then pairs of pairs, within 128-bit
+ * halves; then the halves. */
+static inline void transpose_8x8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; i++) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+  for (int i = 0; i < 8; i++) r[i] = t[i];
+}
 #endif
 
 /* panel[p * width + j] = x[p * step + j * across] for p < depth, j < count; 0 for
@@ -187,6 +208,15 @@ static void pack(const float *x, int64_t step, int64_t across, int64_t depth, in
         for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(x + done + (j + i) * across);
         transpose_16x16(r);
         for (int i = 0; i < 16; i++) _mm512_storeu_ps(panel + (done + i) * width + j, r[i]);
+      }
+#elif defined(__AVX2__)
+  if (count == width && width % 8 == 0)
+    for (; done + 8 <= depth; done += 8)
+      for (int64_t j = 0; j < width; j += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(x + done + (j + i) * across);
+        transpose_8x8(r);
+        for (int i = 0; i < 8; i++) _mm256_storeu_ps(panel + (done + i) * width + j, r[i]);
       }
 #endif
   for (int64_t j = 0; j < width; j++)

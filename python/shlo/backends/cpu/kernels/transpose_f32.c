@@ -1,6 +1,6 @@
 /* Permuted copies of f32 arrays for shlo's CPU code: a transpose that fusion leaves on its
  * own (shlo-mark-precompiled-transposes) calls this kernel instead of having code
- * generated for it, whose 16x16 tiles of shuffles cost LLVM 15-20 ms per transpose.
+ * generated for it, whose 16 x 16 tiles of shuffles cost LLVM 15-20 ms per transpose.
  * Compiled after matmul_f32.c, whose OpenMP entry points and thread shares it uses.
  *
  * out, dense, of sizes[TRANSPOSE_RANK] (leading sizes of 1 pad a lower rank), holds at
@@ -8,11 +8,12 @@
  * Three ways, after dimensions of size 1 are dropped and dimensions that stay adjacent
  * in `in` are merged:
  *   - the last dimension is contiguous in `in`: rows copied whole;
- *   - another dimension is: tiles of 16 x 16 values of it and the last one, each read
- *     as 16 vectors of `in`, transposed in registers, written as 16 vectors of `out`;
+ *   - another dimension is: tiles of SIDE x SIDE values of it and the last one (a
+ *     vector's lanes: 16 with AVX-512, 8 with AVX2), each read as SIDE vectors of
+ *     `in`, transposed in registers, written as SIDE vectors of `out`;
  *   - else one value at a time. */
 
-enum { TRANSPOSE_RANK = 6, SIDE = 16 }; /* SIDE: of a square tile */
+enum { TRANSPOSE_RANK = 6, SIDE = LANES }; /* SIDE: of a square tile, a vector's */
 
 typedef struct {
   const float *in;
@@ -27,8 +28,6 @@ typedef struct {
 } Transpose;
 
 #ifdef __AVX512F__
-#include <immintrin.h>
-
 /* `rows` (up to 16) vectors of `lanes` values (up to 16) of `in`, a row apart, written
  * transposed: `lanes` vectors of `rows` values of `out`. The usual network of unpacks
  * and shuffles: pairs of lanes, then of pairs, then 128- and 256-bit blocks (as fast as
@@ -69,6 +68,26 @@ static inline void copy_row(const float *in, float *out, int64_t length) {
     __mmask16 rest = (__mmask16)((1u << (length - i)) - 1);
     _mm512_mask_storeu_ps(out + i, rest, _mm512_maskz_loadu_ps(rest, in + i));
   }
+}
+#elif defined(__AVX2__)
+/* Lanes below `count` set, the others clear. */
+static inline __m256i first_lanes(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* As AVX-512's, 8 x 8 (matmul_f32.c's transpose_8x8), through masked loads and stores. */
+static inline void transpose_tile(const float *in, int64_t in_row, float *out, int64_t out_row,
+                                  int rows, int lanes) {
+  __m256i read = first_lanes(lanes), written = first_lanes(rows);
+  __m256 r[SIDE];
+  for (int a = 0; a < SIDE; a++)
+    r[a] = a < rows ? _mm256_maskload_ps(in + a * in_row, read) : _mm256_setzero_ps();
+  transpose_8x8(r);
+  for (int b = 0; b < lanes; b++) _mm256_maskstore_ps(out + b * out_row, written, r[b]);
+}
+
+static void copy_row(const float *in, float *out, int64_t length) {
+  memcpy(out, in, (size_t)length * sizeof(float));
 }
 #else
 static void transpose_tile(const float *in, int64_t in_row, float *out, int64_t out_row,
