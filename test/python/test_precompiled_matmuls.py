@@ -79,6 +79,9 @@ SHAPES = [
     ((2, 40), (40, 1000), "b"),  # few rows: the columns are split over threads
     ((1, 300), (300, 70), ""),  # a row or a few: b read in place, row by row
     ((6, 300), (300, 100), ""),  # up to a register tile of rows: tiles reading b in place
+    # 7 and 8 rows: AVX-512's tiles; AVX2's are 6 rows, so one vector of columns
+    ((7, 300), (300, 70), ""),
+    ((8, 300), (300, 100), ""),
     ((3, 513), (513, 40), "b"),  # a few rows by the columns of a transposed b
     ((300, 40), (40, 2), ""),
     ((3, 33, 17), (3, 17, 65), "b"),  # batches
