@@ -6,9 +6,10 @@
  * Output rows of 28 columns or more are computed directly: a register tile of CONV_MR
  * output columns x NR channels (14 x 32 with AVX-512) takes, for each tap (kh, kw) and
  * input channel, one broadcast input per column and two vectors of the filter, which is
- * first copied into blocks of NR channels so that those vectors are contiguous. Padding is made where the rows are: each
- * output row reads KH input rows, and a row that needs padding is copied into a zeroed
- * scratch row, kept while the next output rows read it. The threads share the tiles.
+ * first copied into blocks of NR channels so that those vectors are contiguous. Padding
+ * is made where the rows are: each output row reads KH input rows, and a row that needs
+ * padding is copied into a zeroed scratch row, kept while the next output rows read it.
+ * The threads share the tiles.
  *
  * Shorter rows fill too few of a tile's columns (7 x 7 images ran at 0.6x the generated
  * code's speed, one-column 1-D convolutions at 0.4x): each position's window becomes a
