@@ -302,29 +302,27 @@ static inline __attribute__((always_inline)) void in_place_tile(
  * once: the LSTM's 8 rows x [512, 2048] packed all of b at every step (the zoo's LSTM at
  * 2.0-2.8x XLA's time, against 1.6-1.75x for the generated code), and two groups of 4 rows
  * read it twice (1.28-1.33x). */
+/* A tile's vectors of columns for `rows` rows: two up to a register tile's rows, else one. */
+#define TILE_VECTORS(rows) ((rows) <= MR ? 2 : 1)
+
 static void tile_rows(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
                       float *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   int64_t row_bytes = b_row * (int64_t)sizeof(float);
   int64_t ahead = row_bytes <= 0 || row_bytes >= PREFETCH_BYTES ? 1 : PREFETCH_BYTES / row_bytes;
-  int64_t width = m <= MR ? NR : LANES;
+  int64_t width = TILE_VECTORS(m) * LANES;
   for (int64_t pc = 0; pc < k; pc += KC) {
     int64_t kc = k - pc < KC ? k - pc : KC, last = k - 1 - pc;
     const float *ap = a + pc * a_col, *bp = b + pc * b_row;
     int64_t j = 0;
     for (; j + width <= n; j += width) {
-#define TILE(r, v) \
-  in_place_tile(r, v, kc, ahead, last, ap, a_row, a_col, bp + j, b_row, c + j, ldc, pc == 0)
+#define TILE(r)                                                                               \
+  in_place_tile(r, TILE_VECTORS(r), kc, ahead, last, ap, a_row, a_col, bp + j, b_row, c + j, \
+                ldc, pc == 0)
       switch (m) {
-        case 5: TILE(5, 2); break;
-#if MR == 8
-        case 6: TILE(6, 2); break;
-        case 7: TILE(7, 2); break;
-        default: TILE(8, 2);
-#else
-        case 6: TILE(6, 2); break;
-        case 7: TILE(7, 1); break;
-        default: TILE(8, 1);
-#endif
+        case 5: TILE(5); break;
+        case 6: TILE(6); break;
+        case 7: TILE(7); break;
+        default: TILE(8);
       }
 #undef TILE
     }
@@ -337,6 +335,7 @@ static void tile_rows(const float *a, int64_t a_row, int64_t a_col, const float 
       }
   }
 }
+#undef TILE_VECTORS
 
 /* t[r * w + 0:w] += s[r] times a row of b, for each of `rows` rows of a, a vector at a time. */
 static inline __attribute__((always_inline)) void add_scaled_row(
