@@ -54,7 +54,9 @@ double fma_gflops(int threads, long iterations, int runs, double seconds) {
     vreg a0 = add + 1, a1 = add + 2, a2 = add + 3, a3 = add + 4;
     vreg a4 = add + 5, a5 = add + 6, a6 = add + 7, a7 = add + 8;
     vreg a8 = add + 9, a9 = add + 10, a10 = add + 11, a11 = add + 12;
+#if CHAINS == 16
     vreg a12 = add + 13, a13 = add + 14, a14 = add + 15, a15 = add + 16;
+#endif
     double start = 0;
     for (int run = 0; !stop; ++run) {
 #pragma omp barrier
@@ -83,7 +85,10 @@ double fma_gflops(int threads, long iterations, int runs, double seconds) {
       }
 #pragma omp barrier
     }
-    vreg sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
+    vreg sum = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+#if CHAINS == 16
+    sum += a12 + a13 + a14 + a15;
+#endif
     float total = 0;
     for (int lane = 0; lane < LANES; ++lane) total += sum[lane];
     fma_sink = total;
