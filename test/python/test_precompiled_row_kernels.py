@@ -161,6 +161,21 @@ def test_softmax_of_extremes(kernels) -> None:
     np.testing.assert_allclose(got[4], [1 / 3] * 3, rtol=ULP)
 
 
+def test_softmax_of_extremes_in_whole_vectors(kernels) -> None:
+    # Rows of 40: the max's vector loop, not only its tail. A wrong max shows as
+    # an overflow: exp(88 - -88) is inf.
+    x = np.full((4, 40), -88.0, np.float32)
+    x[0, 17] = np.inf  # inf - inf: NaN, so every result
+    x[1, 17] = np.nan  # the max skips it; the sum is NaN
+    x[2, :] = -np.inf
+    x[3, 29] = 88.0
+    got = softmax(kernels, x)
+    assert np.isnan(got[:3]).all()
+    expected = np.zeros(40, np.float32)
+    expected[29] = 1.0
+    np.testing.assert_allclose(got[3], expected, atol=1e-30)
+
+
 def _product_overflows_where_quotient_does_not(divisor: np.float32) -> np.float32:
     """An x whose product with 1 / divisor rounds to inf and whose quotient does not."""
     x = np.float32(np.finfo(np.float32).max * np.float64(divisor))

@@ -350,6 +350,8 @@ static inline __attribute__((always_inline)) f32v scaled(int scaling, const Soft
 static inline f32v larger(f32v a, f32v b) {
 #ifdef __AVX512F__
   return (f32v)_mm512_max_ps((__m512)a, (__m512)b);
+#elif defined(__AVX__)
+  return (f32v)_mm256_max_ps((__m256)a, (__m256)b);
 #else
   return vselect(a > b, a, b);
 #endif
