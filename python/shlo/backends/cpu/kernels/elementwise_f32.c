@@ -28,8 +28,10 @@
 
 enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN, EW_NEG, EW_ABS, EW_SQRT, EW_RSQRT,
        EW_EXP, EW_TANH };
-/* Values of a block, and how many a run of cheap steps takes at once in registers. */
-enum { BLOCK = 256, VECTORS = 4, GROUP = VECTORS * LANES };
+/* Values of a block, and how many a run of cheap steps takes at once in registers: 4 zmm
+ * or 8 ymm registers, so that each step's dispatch pays for as many values with AVX2 as
+ * with AVX-512. */
+enum { BLOCK = 256, GROUP = 64, VECTORS = GROUP / LANES };
 /* The pass's limits (shlo-mark-precompiled-elementwise). */
 enum { MAX_RANK = 6, MAX_INPUTS = 8, MAX_CONSTANTS = 16, MAX_SLOTS = 8, MAX_STEPS = 64 };
 
@@ -80,6 +82,7 @@ typedef struct {
   int64_t op, reversed;
   const float *other;
   float divisor, reciprocal;
+  int shared; /* every lane of `other` holds one value (a constant, a per-row input) */
 } Step;
 
 static inline int expensive(int64_t op) { return op == EW_EXP || op == EW_TANH; }
@@ -89,43 +92,58 @@ static inline int expensive(int64_t op) { return op == EW_EXP || op == EW_TANH; 
 static void run_cheap_steps(const Step *step, int64_t n, const float *x, float *d,
                             int64_t count) {
   for (int64_t i = 0; i < count; i += GROUP) {
-    f32v v[VECTORS], y[VECTORS];
+    f32v v[VECTORS];
     for (int j = 0; j < VECTORS; j++) v[j] = vload(x + i + j * LANES);
     for (int64_t k = 0; k < n; k++) {
-      int64_t reversed = step[k].reversed;
-      const float *other = step[k].other;
-      if (other != NULL)
-        for (int j = 0; j < VECTORS; j++) y[j] = vload(other + i + j * LANES);
-      else
-        for (int j = 0; j < VECTORS; j++) y[j] = v[j];
-      /* No pointer to v or y: they stay in registers. (Add, multiply, max and min give
-       * the same value either way round: NaN's payload aside.) */
-      switch (step[k].op) {
-#define EACH(EXPR) \
+      const Step *s = step + k;
+      const float *other = s->other;
+      /* No pointer to v: it stays in registers. y is the operand's vector j: the value
+       * itself, one register for a shared operand (not a load per vector), or a load.
+       * (Add, multiply, max and min give the same value either way round: NaN's
+       * payload aside.) */
+#define BINARY(EXPR)                                   \
+  if (other == NULL) {                                 \
+    for (int j = 0; j < VECTORS; j++) {                \
+      f32v y = v[j];                                   \
+      v[j] = EXPR;                                     \
+    }                                                  \
+  } else if (s->shared) {                              \
+    f32v y = splat(other[0]);                          \
+    for (int j = 0; j < VECTORS; j++) v[j] = EXPR;     \
+  } else {                                             \
+    for (int j = 0; j < VECTORS; j++) {                \
+      f32v y = vload(other + i + j * LANES);           \
+      v[j] = EXPR;                                     \
+    }                                                  \
+  }                                                    \
+  break
+#define UNARY(EXPR) \
   for (int j = 0; j < VECTORS; j++) v[j] = EXPR; \
   break
-        case EW_ADD: EACH(v[j] + y[j]);
+      switch (s->op) {
+        case EW_ADD: BINARY(v[j] + y);
         case EW_SUB:
-          if (reversed) {
-            EACH(y[j] - v[j]);
+          if (s->reversed) {
+            BINARY(y - v[j]);
           }
-          EACH(v[j] - y[j]);
-        case EW_MUL: EACH(v[j] * y[j]);
+          BINARY(v[j] - y);
+        case EW_MUL: BINARY(v[j] * y);
         case EW_DIV:
-          if (reversed) {
-            EACH(y[j] / v[j]);
+          if (s->reversed) {
+            BINARY(y / v[j]);
           }
-          if (step[k].reciprocal != 0.0f) {
-            EACH(divide_by_shared(v[j], step[k].divisor, step[k].reciprocal));
+          if (s->reciprocal != 0.0f) {
+            UNARY(divide_by_shared(v[j], s->divisor, s->reciprocal));
           }
-          EACH(v[j] / y[j]);
-        case EW_MAX: EACH(vcombine(MAXIMUM, v[j], y[j]));
-        case EW_MIN: EACH(vcombine(MINIMUM, v[j], y[j]));
-        case EW_NEG: EACH(-v[j]);
-        case EW_ABS: EACH((f32v)((i32v)v[j] & 0x7fffffff));
-        case EW_SQRT: EACH(vsqrt(v[j]));
-        case EW_RSQRT: EACH(1.0f / vsqrt(v[j]));
-#undef EACH
+          BINARY(v[j] / y);
+        case EW_MAX: BINARY(vcombine(MAXIMUM, v[j], y));
+        case EW_MIN: BINARY(vcombine(MINIMUM, v[j], y));
+        case EW_NEG: UNARY(-v[j]);
+        case EW_ABS: UNARY((f32v)((i32v)v[j] & 0x7fffffff));
+        case EW_SQRT: UNARY(vsqrt(v[j]));
+        case EW_RSQRT: UNARY(1.0f / vsqrt(v[j]));
+#undef UNARY
+#undef BINARY
         default: break;
       }
     }
@@ -165,7 +183,7 @@ static void run_chain(const int64_t *chain, const float *const *operand, const c
     int shared_divisor = s[0] == EW_DIV && !s[2] && o >= 0 && shared[o];
     float divisor = shared_divisor ? operand[o][0] : 0.0f;
     step[k] = (Step){s[0], s[2], o >= 0 ? operand[o] : NULL, divisor,
-                     shared_divisor ? normal_reciprocal(divisor) : 0.0f};
+                     shared_divisor ? normal_reciprocal(divisor) : 0.0f, o >= 0 && shared[o]};
   }
   float value[BLOCK] __attribute__((aligned(64)));
   const float *x = operand[chain[1]];
