@@ -180,10 +180,11 @@ static void run_chain(const int64_t *chain, const float *const *operand, const c
   for (int64_t k = 0; k < steps; k++) {
     const int64_t *s = chain + 3 + 3 * k;
     int64_t o = s[1];
-    int shared_divisor = s[0] == EW_DIV && !s[2] && o >= 0 && shared[o];
+    int shared_operand = o >= 0 && shared[o];
+    int shared_divisor = s[0] == EW_DIV && !s[2] && shared_operand;
     float divisor = shared_divisor ? operand[o][0] : 0.0f;
     step[k] = (Step){s[0], s[2], o >= 0 ? operand[o] : NULL, divisor,
-                     shared_divisor ? normal_reciprocal(divisor) : 0.0f, o >= 0 && shared[o]};
+                     shared_divisor ? normal_reciprocal(divisor) : 0.0f, shared_operand};
   }
   float value[BLOCK] __attribute__((aligned(64)));
   const float *x = operand[chain[1]];

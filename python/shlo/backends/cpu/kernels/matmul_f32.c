@@ -296,15 +296,15 @@ static inline __attribute__((always_inline)) void in_place_tile(
   }
 }
 
+/* A tile's vectors of columns for `rows` rows: two up to a register tile's rows, else one. */
+#define TILE_VECTORS(rows) ((rows) <= MR ? 2 : 1)
+
 /* FEW < m <= IN_PLACE_ROWS rows times a row-major b (b_col == 1): a block of KC steps at a
  * time, as matmul; the last columns as its partial tiles add them. Rows beyond MR (7 and 8
  * with AVX2's 6-row tiles) take tiles of one vector's columns, so that b is still read
  * once: the LSTM's 8 rows x [512, 2048] packed all of b at every step (the zoo's LSTM at
  * 2.0-2.8x XLA's time, against 1.6-1.75x for the generated code), and two groups of 4 rows
  * read it twice (1.28-1.33x). */
-/* A tile's vectors of columns for `rows` rows: two up to a register tile's rows, else one. */
-#define TILE_VECTORS(rows) ((rows) <= MR ? 2 : 1)
-
 static void tile_rows(const float *a, int64_t a_row, int64_t a_col, const float *b, int64_t b_row,
                       float *c, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   int64_t row_bytes = b_row * (int64_t)sizeof(float);
@@ -322,7 +322,7 @@ static void tile_rows(const float *a, int64_t a_row, int64_t a_col, const float 
         case 5: TILE(5); break;
         case 6: TILE(6); break;
         case 7: TILE(7); break;
-        default: TILE(8);
+        default: TILE(IN_PLACE_ROWS);
       }
 #undef TILE
     }
