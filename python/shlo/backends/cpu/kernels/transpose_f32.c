@@ -29,34 +29,16 @@ typedef struct {
 
 #ifdef __AVX512F__
 /* `rows` (up to 16) vectors of `lanes` values (up to 16) of `in`, a row apart, written
- * transposed: `lanes` vectors of `rows` values of `out`. The usual network of unpacks
- * and shuffles: pairs of lanes, then of pairs, then 128- and 256-bit blocks (as fast as
- * a plain copy of the tile on Zen 4; vpermt2ps took three times as long). */
+ * transposed: `lanes` vectors of `rows` values of `out`, by matmul_f32.c's
+ * transpose_16x16 (as fast as a plain copy of the tile on Zen 4; vpermt2ps took three
+ * times as long). */
 static inline void transpose_tile(const float *in, int64_t in_row, float *out, int64_t out_row,
                                   int rows, int lanes) {
   __mmask16 read = (__mmask16)((1u << lanes) - 1), written = (__mmask16)((1u << rows) - 1);
-  __m512 r[SIDE], t[SIDE];
+  __m512 r[SIDE];
   for (int a = 0; a < SIDE; a++)
     r[a] = a < rows ? _mm512_maskz_loadu_ps(read, in + a * in_row) : _mm512_setzero_ps();
-  for (int i = 0; i < SIDE; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < SIDE; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-  }
-  for (int i = 0; i < SIDE; i += 8)
-    for (int j = i; j < i + 4; j++) {
-      t[j] = _mm512_shuffle_f32x4(r[j], r[j + 4], 0x88);
-      t[j + 4] = _mm512_shuffle_f32x4(r[j], r[j + 4], 0xdd);
-    }
-  for (int j = 0; j < 8; j++) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
-  }
+  transpose_16x16(r);
   for (int b = 0; b < lanes; b++) _mm512_mask_storeu_ps(out + b * out_row, written, r[b]);
 }
 
