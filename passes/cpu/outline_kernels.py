@@ -48,6 +48,7 @@ of its time (1146 -> 1062 ms on one thread).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -126,6 +127,45 @@ def defined_functions(module: ir.Operation) -> list[ir.Operation]:
     ]
 
 
+def _outline_in(
+    block: ir.Block, outline_kernel: Callable[[list[ir.Operation]], ir.Operation]
+) -> bool:
+    """Outline the kernels of ``block`` and of the regions of its control flow;
+    whether the block is left glue (no region). Not a closure of the pass's
+    ``run``: calling itself, it would be a reference cycle (``_copy_before``)."""
+    glue = True
+    run: list[ir.Operation] = []
+    # Frees inside a run, moved after it: a buffer's last use may
+    # be the k loop, with the accumulator's write still to come.
+    frees: list[ir.Operation] = []
+    for op in [*(op.operation for op in block.operations), None]:
+        if op is not None and _joins_a_run(op):
+            run.append(op)
+            continue
+        if op is not None and op.name == "memref.dealloc" and run:
+            frees.append(op)
+            continue
+        if _worth_a_kernel(run):
+            call = outline_kernel(run)
+            for free in reversed(frees):
+                free.move_after(call)
+        elif any(len(member.regions) for member in run):
+            glue = False
+        run, frees = [], []
+        if op is None:
+            continue
+        if op.name in _LOOPS and not len(op.results):
+            outline_kernel([op])
+        elif len(op.regions):
+            # A while loop (a model's decoding loop) or a branch: its
+            # body's kernels are kernels too, shared with the rest.
+            glue = False
+            for region in op.regions:
+                for inner in region.blocks:
+                    _outline_in(inner, outline_kernel)
+    return glue
+
+
 @dataclass(frozen=True)
 class OutlineKernelsPass(Pass):
     """Outline the loop nests of every function; identical nests share a function."""
@@ -139,44 +179,9 @@ class OutlineKernelsPass(Pass):
             name = f"{KERNEL_PREFIX}{len(kernels)}"
             return outline(module, ops, name, kernels, noinline=True)
 
-        def outline_in(block: ir.Block) -> bool:
-            """Outline the kernels of ``block`` and of the regions of its control flow;
-            whether the block is left glue (no region)."""
-            glue = True
-            run: list[ir.Operation] = []
-            # Frees inside a run, moved after it: a buffer's last use may
-            # be the k loop, with the accumulator's write still to come.
-            frees: list[ir.Operation] = []
-            for op in [*(op.operation for op in block.operations), None]:
-                if op is not None and _joins_a_run(op):
-                    run.append(op)
-                    continue
-                if op is not None and op.name == "memref.dealloc" and run:
-                    frees.append(op)
-                    continue
-                if _worth_a_kernel(run):
-                    call = outline_kernel(run)
-                    for free in reversed(frees):
-                        free.move_after(call)
-                elif any(len(member.regions) for member in run):
-                    glue = False
-                run, frees = [], []
-                if op is None:
-                    continue
-                if op.name in _LOOPS and not len(op.results):
-                    outline_kernel([op])
-                elif len(op.regions):
-                    # A while loop (a model's decoding loop) or a branch: its
-                    # body's kernels are kernels too, shared with the rest.
-                    glue = False
-                    for region in op.regions:
-                        for inner in region.blocks:
-                            outline_in(inner)
-            return glue
-
         for function in defined_functions(module):
             # A list, not a generator: every block is outlined, glue or not.
-            glue = all([outline_in(block) for block in function.regions[0].blocks])
+            glue = all([_outline_in(block, outline_kernel) for block in function.regions[0].blocks])
             if glue:
                 function.attributes["llvm.passthrough"] = ir.ArrayAttr.get(
                     [ir.StringAttr.get("noinline"), ir.StringAttr.get("optnone")]
@@ -250,27 +255,35 @@ def _inline_call(call: ir.Operation, function: ir.Operation) -> None:
     take."""
     block = function.regions[0].blocks[0]
     values: dict[ir.Value, ir.Value] = dict(zip(block.arguments, call.operands))
-
-    def copy(op: ir.Operation) -> None:
-        operands = [value(operand) for operand in op.operands]  # copied first
-        clone = op.clone(ir.InsertionPoint(call))
-        for index, operand in enumerate(operands):
-            clone.operands[index] = operand
-        values.update(zip(op.results, clone.results))
-
-    def value(inner: ir.Value) -> ir.Value:
-        if inner not in values:  # a constant or view of the function's, copied when used
-            copy(defining_op(inner))
-        return values[inner]
-
     for op in block.operations:
         op = op.operation
         if op.name == "func.return":
             for result, returned in zip(call.results, op.operands):
-                result.replace_all_uses_with(value(returned))
+                result.replace_all_uses_with(_copied_value(returned, call, values))
         elif op.name == "func.call":
-            copy(op)
+            _copy_before(op, call, values)
     call.erase()
+
+
+def _copy_before(op: ir.Operation, call: ir.Operation, values: dict[ir.Value, ir.Value]) -> None:
+    """Copy ``op`` before ``call``, its operands mapped by ``values`` (which gets its results).
+
+    Module-level functions rather than closures of ``_inline_call``: two
+    closures that call each other are a reference cycle, which kept the
+    module's context alive until Python's next collection."""
+    operands = [_copied_value(operand, call, values) for operand in op.operands]  # copied first
+    clone = op.clone(ir.InsertionPoint(call))
+    for index, operand in enumerate(operands):
+        clone.operands[index] = operand
+    values.update(zip(op.results, clone.results))
+
+
+def _copied_value(
+    inner: ir.Value, call: ir.Operation, values: dict[ir.Value, ir.Value]
+) -> ir.Value:
+    if inner not in values:  # a constant or view of the function's, copied when used
+        _copy_before(defining_op(inner), call, values)
+    return values[inner]
 
 
 def _joins_a_run(op: ir.Operation) -> bool:

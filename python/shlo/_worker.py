@@ -25,10 +25,12 @@ from typing import Any, BinaryIO
 
 from shlo import fast_walks, progress
 from shlo._mlir_compat import (
+    defer_context_teardown,
     defer_engine_teardown,
     destroy_finished_engines,
     ir,
     prepare_context,
+    release_finished_contexts,
     use_linalg_without_opdsl,
 )
 from shlo.backends import load_backend
@@ -354,6 +356,7 @@ def main() -> None:
     parallel_codegen.fork_allowed = True
     use_linalg_without_opdsl()
     defer_engine_teardown()
+    defer_context_teardown()
     record_pipelines()
     # Not when the host already waits: the request itself pays those costs.
     if os.environ.get("SHLO_WORKER_WARM_UP") == "1" and not _request_waiting():
@@ -380,6 +383,7 @@ def main() -> None:
             _prepare_pass_managers(context)
         # Last, and not while a request waits: each takes about 2 ms.
         destroy_finished_engines(_request_waiting)
+        release_finished_contexts(_request_waiting)
         try:
             request = read_message(requests)
         except EOFError:
