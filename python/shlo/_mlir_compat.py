@@ -134,11 +134,12 @@ def defer_context_teardown() -> None:
 
 
 def release_finished_contexts(
-    stop: Callable[[], bool] = lambda: False, keep_at_most: int = 8
+    stop: Callable[[], bool] = lambda: False, keep_at_most: int = 2
 ) -> None:
     """Drop the contexts ``new_context`` handed out, the last reference to each
     once its request is done, until ``stop()`` says to leave the rest for later,
-    but keep no more than ``keep_at_most``; no request may be using one."""
+    but keep no more than ``keep_at_most`` (a context holds its program's
+    constants); no request may be using one."""
     contexts = _contexts_to_release
     while contexts and (len(contexts) > keep_at_most or not stop()):
         contexts.pop()
