@@ -151,6 +151,13 @@ def erase_with_unused_inits(op: ir.Operation | None) -> None:
 _SCALARS = "shlo.kernel_arguments"
 
 
+def placeholder_call(op: ir.Operation) -> tuple[str, list[int]] | None:
+    """The kernel and scalar arguments of a placeholder's call, else None."""
+    if op.name != "func.call" or _KERNEL not in op.attributes:
+        return None
+    return string_value(op.attributes[_KERNEL]), list(ir.DenseI64ArrayAttr(op.attributes[_SCALARS]))
+
+
 def _expand(module: ir.Operation, call: ir.Operation, threads: int) -> None:
     """A placeholder's call as the kernel's call on the buffers of its operands."""
     i64 = ir.IntegerType.get_signless(64)

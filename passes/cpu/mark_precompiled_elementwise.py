@@ -1,7 +1,7 @@
 """shlo-mark-precompiled-elementwise: fused f32 elementwise ops become placeholders for a precompiled kernel.
 
 Ours, as ``shlo-mark-precompiled-kernels`` is (``shlo-call-precompiled-kernels``
-has the design); in the fast-compile strategy only. After elementwise
+has the design). After elementwise
 fusion, the bench's chain of eight ops on 4M floats is one
 ``linalg.generic`` whose vector code (about 100 ops on 128-lane vectors,
 exp's and tanh's polynomials included) took LLVM 30-35 ms, and the whole
@@ -11,8 +11,12 @@ block by block, so the program's own code is a call: the same ops in the
 same order, exp and tanh step for step as ``shlo-approximate-math``
 computes them, a division by a value a row shares by its reciprocal as
 ``shlo-reciprocal-division`` computes it, so the generated code's bits. It
-runs longer than the generated code (the chain 1.5x), which is why the
-default strategy leaves these ops to it (docs/cpu.md).
+runs longer than the generated code (the chain 1.5x). So the fast-compile
+strategy gives it every generic it can compute, and the default strategy
+(``beside-contractions``) only those computing exp or tanh, where the
+program's precompiled matmuls and convolutions do at least that many flops
+per value they compute: the MLP's gelu, 2048 flops per value, compiled in
+24 instead of 40 ms and ran 1.017x as long (docs/cpu.md).
 
 It takes a top-level ``linalg.generic`` (one left outside
 ``shlo-fuse-rows``' blocks of rows, which keep a reduction's rows in cache)
@@ -41,6 +45,7 @@ its generated code.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -57,8 +62,10 @@ from shlo.pass_framework import Pass
 from shlo.passes.cpu.call_precompiled_kernels import (
     f32_bits,
     first_free_index,
+    placeholder_call,
     replace_with_placeholder,
 )
+from shlo.passes.cpu.mark_precompiled_kernels import CONV2D_KERNEL, MATMUL_KERNEL
 
 KERNEL = "shlo_elementwise_f32"
 # kernels/elementwise_f32.c's limits and step codes.
@@ -317,16 +324,56 @@ def _arguments(op: ir.Operation) -> tuple[list[ir.Value], list[int]] | None:
     return list(parts.inputs), program.words(sizes, strides, result)
 
 
+def _computes_exp_or_tanh(op: ir.Operation) -> bool:
+    return any(
+        inner.operation.name in ("math.exp", "math.tanh")
+        for inner in op.regions[0].blocks[0].operations
+    )
+
+
+def _contraction_flops(module: ir.Operation) -> int:
+    """The flops of the matmuls and convolutions that call precompiled kernels, each once."""
+    flops = 0
+    for op in ops_named(module, "func.call"):
+        found = placeholder_call(op)
+        if found is None:
+            continue
+        kernel, scalars = found
+        if kernel == MATMUL_KERNEL:
+            batch, m, n, k = scalars[:4]
+            flops += 2 * batch * m * n * k
+        elif kernel == CONV2D_KERNEL:
+            n, _, _, c, kh, kw, f, oh, ow = scalars[:9]
+            flops += 2 * n * oh * ow * f * kh * kw * c
+    return flops
+
+
 @dataclass(frozen=True)
 class MarkPrecompiledElementwisePass(Pass):
     """Replace fused f32 elementwise generics by placeholders for ``shlo_elementwise_f32``."""
 
     argument: ClassVar[str] = "shlo-mark-precompiled-elementwise"
+    # 0: every generic the kernel computes (the fast-compile strategy). Else
+    # only those whose body computes exp or tanh, and only where the program's
+    # precompiled matmuls and convolutions do at least this many flops per
+    # value those generics compute (the default strategy).
+    beside_contractions: int = 0
 
     def run(self, module: ir.Operation) -> None:
         index = first_free_index(module)
         i64 = ir.IntegerType.get_signless(64)
-        for op in ops_named(module, "linalg.generic"):
+        taken = [
+            op
+            for op in ops_named(module, "linalg.generic")
+            if (not self.beside_contractions or _computes_exp_or_tanh(op))
+            and _arguments(op) is not None
+        ]
+        if self.beside_contractions:
+            values = sum(math.prod(static_shape(op.results[0])) for op in taken)
+            if _contraction_flops(module) < self.beside_contractions * values:
+                return
+        for op in taken:
+            # Read again: an input may be the result of a generic replaced before.
             found = _arguments(op)
             if found is None:
                 continue

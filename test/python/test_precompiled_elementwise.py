@@ -10,6 +10,7 @@ compiled by LLVM (the default), and compares the two bit for bit (NaN with NaN).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable
@@ -33,8 +34,13 @@ pytestmark = pytest.mark.skipif(not precompiled.enabled(), reason="no C compiler
 KERNEL = "shlo_elementwise_f32"
 
 
+# The default strategy without its kernel calls beside contractions: every
+# elementwise op generated, the reference for the kernel's bits.
+GENERATED = dataclasses.replace(VECTORIZED, math_kernel_beside_contractions=0)
+
+
 def _pipeline(kernel: bool = True, threads: int = 2) -> CpuPipeline:
-    return CpuPipeline(strategy=FAST_COMPILE if kernel else VECTORIZED, threads=threads)
+    return CpuPipeline(strategy=FAST_COMPILE if kernel else GENERATED, threads=threads)
 
 
 def _source(fn: Callable, args: list[np.ndarray]) -> bytes:
@@ -182,6 +188,36 @@ def test_what_the_kernel_cannot_compute_keeps_its_generated_code(fn, shapes) -> 
     want = [np.asarray(w) for w in jax.tree.leaves(jax.jit(fn)(*args))]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
+
+
+def _gelu_after_matmul(x, w):
+    return jax.nn.gelu(x @ w, approximate=True)
+
+
+def test_tanh_beside_a_large_matmul_calls_the_kernel_by_default() -> None:
+    # The MLP's shape of program: 2 * 1024 flops per value of the gelu.
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((64, 1024), (1024, 128))]
+    source = _source(_gelu_after_matmul, args)
+    default = CpuPipeline(threads=2)
+    assert _calls_kernel(source, default)
+    _assert_same_bits(_run(source, default, args), _run(source, _pipeline(kernel=False), args))
+
+
+@pytest.mark.parametrize(
+    ("fn", "shapes"),
+    [
+        # 2 * 256 flops per value.
+        pytest.param(_gelu_after_matmul, [(64, 256), (256, 128)], id="a small matmul"),
+        pytest.param(lambda x: jnp.tanh(x * 1.5) + 1.0, [(256, 512)], id="no matmul"),
+        pytest.param(
+            lambda x, w: jax.nn.relu(x @ w + 1.0), [(64, 256), (256, 128)], id="no exp or tanh"
+        ),
+    ],
+)
+def test_the_default_strategy_keeps_other_elementwise_ops_generated(fn, shapes) -> None:
+    args = [np.random.default_rng(6).standard_normal(s).astype(np.float32) for s in shapes]
+    assert not _calls_kernel(_source(fn, args), CpuPipeline(threads=2))
 
 
 _UNARY = [

@@ -65,6 +65,13 @@ class CodegenStrategy:
     # rows call shlo_elementwise_f32 too, instead of being vectorized here: less
     # compile time, more run time (FAST_COMPILE).
     elementwise_kernel: bool = False
+    # Else those that compute exp or tanh call it where the precompiled
+    # matmuls and convolutions do at least this many flops per value they
+    # compute (0: none do). LLVM spends most of its time on such an op's
+    # polynomials (the MLP's gelu: 54 -> 20 ms of compile), and beside that
+    # much arithmetic the kernel's longer run is a small part of the program's
+    # (the MLP's median 1.008x, GPT-2's 1.002x on the 2-core EPYC).
+    math_kernel_beside_contractions: int = 0
 
     def tensor_stage(self, threads: int = 1, precompiled_kernels: bool = False) -> list[str]:
         stage = list(self.tensor_passes)
@@ -96,6 +103,11 @@ class CodegenStrategy:
             if self.recipes and precompiled_kernels and self.elementwise_kernel:
                 # The elementwise ops left outside blocks of rows.
                 stage.append("shlo-mark-precompiled-elementwise")
+            elif self.recipes and precompiled_kernels and self.math_kernel_beside_contractions:
+                stage.append(
+                    "shlo-mark-precompiled-elementwise"
+                    f"{{beside-contractions={self.math_kernel_beside_contractions}}}"
+                )
             stage += [
                 # After fusion: an elementwise op's result takes the buffer of
                 # an input that dies there.
@@ -194,6 +206,7 @@ VECTORIZED = CodegenStrategy(
     # f32 and i32 matmuls and convolutions: register tiles of FMAs on zmm.
     recipes=("vectorize-matmul", "vectorize-conv"),
     vectorize=True,
+    math_kernel_beside_contractions=1024,
 )
 
 
