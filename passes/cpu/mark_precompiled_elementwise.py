@@ -15,8 +15,12 @@ runs longer than the generated code (the chain 1.5x). So the fast-compile
 strategy gives it every generic it can compute, and the default strategy
 (``beside-contractions``) only those computing exp or tanh, where the
 program's precompiled matmuls and convolutions do at least that many flops
-per value they compute: the MLP's gelu, 2048 flops per value, compiled in
-24 instead of 40 ms and ran 1.017x as long (docs/cpu.md).
+per value they compute and nothing else would be generated code: the
+program is then glue, which LLVM compiles without its optimizing pipeline.
+The bench MLP (its gelu: 2048 flops per value) compiled in 16-20 instead
+of 40-55 ms and ran 1.018x as long. Beside other generated code the gain
+went: GPT-2 and the training step compiled no faster (their kernels are
+compiled on both cores) and ran 1.028x and 1.017x as long (docs/cpu.md).
 
 It takes a top-level ``linalg.generic`` (one left outside
 ``shlo-fuse-rows``' blocks of rows, which keep a reduction's rows in cache)
@@ -331,6 +335,29 @@ def _computes_exp_or_tanh(op: ir.Operation) -> bool:
     )
 
 
+_COPYING_TENSOR_OPS = ("tensor.pad", "tensor.insert_slice", "tensor.concat")
+# Ops of a linalg op's or a loop's body that are no computation of their own.
+_REGION_PARTS = ("linalg.yield", "linalg.index", "scf.yield", "scf.forall.in_parallel")
+
+
+def _generated_ops(module: ir.Operation) -> int:
+    """How many ops would become loops of generated code: linalg ops, loops (blocks of
+    rows), and the tensor ops that become copies."""
+    count = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal count
+        name = op.name
+        if (
+            name.startswith(("linalg.", "scf.")) and name not in _REGION_PARTS
+        ) or name in _COPYING_TENSOR_OPS:
+            count += 1
+        return ir.WalkResult.ADVANCE
+
+    module.walk(visit)
+    return count
+
+
 def _contraction_flops(module: ir.Operation) -> int:
     """The flops of the matmuls and convolutions that call precompiled kernels, each once."""
     flops = 0
@@ -356,7 +383,8 @@ class MarkPrecompiledElementwisePass(Pass):
     # 0: every generic the kernel computes (the fast-compile strategy). Else
     # only those whose body computes exp or tanh, and only where the program's
     # precompiled matmuls and convolutions do at least this many flops per
-    # value those generics compute (the default strategy).
+    # value those generics compute and nothing else would be generated code
+    # (the default strategy).
     beside_contractions: int = 0
 
     def run(self, module: ir.Operation) -> None:
@@ -371,6 +399,8 @@ class MarkPrecompiledElementwisePass(Pass):
         if self.beside_contractions:
             values = sum(math.prod(static_shape(op.results[0])) for op in taken)
             if _contraction_flops(module) < self.beside_contractions * values:
+                return
+            if _generated_ops(module) > len(taken):
                 return
         for op in taken:
             # Read again: an input may be the result of a generic replaced before.

@@ -195,7 +195,8 @@ def _gelu_after_matmul(x, w):
 
 
 def test_tanh_beside_a_large_matmul_calls_the_kernel_by_default() -> None:
-    # The MLP's shape of program: 2 * 1024 flops per value of the gelu.
+    # The MLP's shape of program: 2 * 1024 flops per value of the gelu, and nothing
+    # else generated.
     rng = np.random.default_rng(5)
     args = [rng.standard_normal(s).astype(np.float32) for s in ((64, 1024), (1024, 128))]
     source = _source(_gelu_after_matmul, args)
@@ -211,7 +212,13 @@ def test_tanh_beside_a_large_matmul_calls_the_kernel_by_default() -> None:
         pytest.param(_gelu_after_matmul, [(64, 256), (256, 128)], id="a small matmul"),
         pytest.param(lambda x: jnp.tanh(x * 1.5) + 1.0, [(256, 512)], id="no matmul"),
         pytest.param(
-            lambda x, w: jax.nn.relu(x @ w + 1.0), [(64, 256), (256, 128)], id="no exp or tanh"
+            lambda x, w: jax.nn.relu(x @ w + 1.0), [(64, 1024), (1024, 128)], id="no exp or tanh"
+        ),
+        # Other generated code beside it (a row's sums): the program is not glue anyway.
+        pytest.param(
+            lambda x, w: jax.nn.gelu(x @ w, approximate=True) + (x @ w).sum(axis=1, keepdims=True),
+            [(64, 1024), (1024, 128)],
+            id="beside other generated code",
         ),
     ],
 )

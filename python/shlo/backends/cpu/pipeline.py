@@ -67,10 +67,10 @@ class CodegenStrategy:
     elementwise_kernel: bool = False
     # Else those that compute exp or tanh call it where the precompiled
     # matmuls and convolutions do at least this many flops per value they
-    # compute (0: none do). LLVM spends most of its time on such an op's
-    # polynomials (the MLP's gelu: 54 -> 20 ms of compile), and beside that
-    # much arithmetic the kernel's longer run is a small part of the program's
-    # (the MLP's median 1.008x, GPT-2's 1.002x on the 2-core EPYC).
+    # compute and nothing else is left to generate (0: none do). The program
+    # is then glue, which LLVM compiles without its optimizing pipeline (the
+    # bench MLP: 40-55 -> 16-20 ms), and beside that much arithmetic the
+    # kernel's longer run is a small part of the program's (1.018x).
     math_kernel_beside_contractions: int = 0
 
     def tensor_stage(self, threads: int = 1, precompiled_kernels: bool = False) -> list[str]:
