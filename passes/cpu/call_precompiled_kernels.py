@@ -162,8 +162,10 @@ def _expand(module: ir.Operation, call: ir.Operation, threads: int) -> None:
     """A placeholder's call as the kernel's call on the buffers of its operands."""
     i64 = ir.IntegerType.get_signless(64)
     result_type = ir.RankedTensorType(call.results[0].type)
-    kernel = string_value(call.attributes[_KERNEL])
-    values = [*ir.DenseI64ArrayAttr(call.attributes[_SCALARS]), threads]
+    found = placeholder_call(call)
+    assert found is not None, "only placeholders' calls are expanded"
+    kernel, scalars = found
+    values = [*scalars, threads]
     elements = [ir.ShapedType(value.type).element_type for value in call.operands]
     _declare(module, kernel, [*elements, ir.F32Type.get()], len(values))
     with call.location, ir.InsertionPoint(call):

@@ -340,9 +340,10 @@ _COPYING_TENSOR_OPS = ("tensor.pad", "tensor.insert_slice", "tensor.concat")
 _REGION_PARTS = ("linalg.yield", "linalg.index", "scf.yield", "scf.forall.in_parallel")
 
 
-def _generated_ops(module: ir.Operation) -> int:
-    """How many ops would become loops of generated code: linalg ops, loops (blocks of
-    rows), and the tensor ops that become copies."""
+def _generates_more_than(module: ir.Operation, limit: int) -> bool:
+    """Whether more than ``limit`` ops would become loops of generated code: linalg
+    ops, loops (blocks of rows), and the tensor ops that become copies. The walk
+    stops at the first one past ``limit``."""
     count = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:
@@ -352,10 +353,10 @@ def _generated_ops(module: ir.Operation) -> int:
             name.startswith(("linalg.", "scf.")) and name not in _REGION_PARTS
         ) or name in _COPYING_TENSOR_OPS:
             count += 1
-        return ir.WalkResult.ADVANCE
+        return ir.WalkResult.INTERRUPT if count > limit else ir.WalkResult.ADVANCE
 
     module.walk(visit)
-    return count
+    return count > limit
 
 
 def _contraction_flops(module: ir.Operation) -> int:
@@ -400,7 +401,7 @@ class MarkPrecompiledElementwisePass(Pass):
             values = sum(math.prod(static_shape(op.results[0])) for op in taken)
             if _contraction_flops(module) < self.beside_contractions * values:
                 return
-            if _generated_ops(module) > len(taken):
+            if _generates_more_than(module, len(taken)):
                 return
         for op in taken:
             # Read again: an input may be the result of a generic replaced before.
