@@ -22,6 +22,13 @@ softmax over [2048, 8192] (64 MB) ran in 9.0 ms instead of 13.7, and over
 [512, 4096] (24 MB of values, which the separate nests read from the L3
 cache) in 0.65 ms instead of 0.91 (``bench/fuse_rows.py``).
 
+With ``stage-long-chains`` (the default), an elementwise op whose body is a
+long chain of math functions is cut in two ops (``chain_stages``), and the two
+form a group of their own: blocks of 1024 values that stay in the L1 cache
+between the stages, so that each loop's body is half as long and the core
+overlaps its iterations (the bench's chain of tanh, exp and sqrt: 1.50 ->
+1.27 ms, the same bits).
+
 The pass tags the members and writes a transform sequence that
 ``transform-interpreter`` applies next: the last member is tiled by an
 ``scf.forall`` over blocks of rows (as many rows as keep the block's values in
@@ -42,6 +49,7 @@ member inside the block, without threads of its own.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -54,6 +62,7 @@ from shlo.backends.cpu.codegen_recipes import (
 )
 from shlo.ir_utils import defining_op, linalg_generic_parts, static_shape
 from shlo.pass_framework import Pass
+from shlo.passes.cpu.chain_stages import split_long_chain
 from shlo.passes.cpu.insert_codegen_recipes import append_transform_sequence
 
 TAG = "shlo.row_op"
@@ -73,6 +82,15 @@ MAX_ROW_BYTES = 4 << 20
 # blocks per thread, the blocks' buffers met on one lock and groups below the
 # 32 MiB L3 cache gained nothing (0.87-1.07x).
 MIN_GROUP_BYTES = 4 << 20
+# A staged chain's block of values: its input and two stages' results in 12
+# KB, 1024 f32 values of each (the bench's chain: 1.255 ms against 1.296 for
+# 2048 and 1.277 for 512, medians of 150 interleaved calls). Blocks hold at
+# least MIN_STAGED_BLOCK values (a loop over fewer pays its start for too
+# little work: 64 values a block ran 1.13x as long as 256 or 1024 in C), and
+# rows at least MIN_STAGED_ROW where the shape allows.
+STAGED_BLOCK_BYTES = 12 << 10
+MIN_STAGED_BLOCK = 256
+MIN_STAGED_ROW = 256
 
 
 @dataclass(frozen=True)
@@ -164,12 +182,15 @@ def _member(op: ir.Operation) -> _Member | None:
 
 @dataclass(frozen=True)
 class FuseRowsPass(Pass):
-    """Tag row-reduction groups and write their tiling over blocks of rows."""
+    """Tag row-reduction groups and staged long chains and write their tiling over blocks of rows."""
 
     argument: ClassVar[str] = "shlo-fuse-rows"
     threads: int = 1
     # Groups with fewer bytes of values than this are left alone.
     min_bytes: int = MIN_GROUP_BYTES
+    # Long elementwise chains in two stages, a block of values at a time
+    # (chain_stages); off where a precompiled kernel takes them instead.
+    stage_long_chains: bool = True
 
     def run(self, module: ir.Operation) -> None:
         plans: list[str] = []
@@ -177,20 +198,25 @@ class FuseRowsPass(Pass):
         for function in module.regions[0].blocks[0].operations:
             if function.operation.name != "func.func" or not function.regions[0].blocks:
                 continue
-            for group, rows, row_bytes in self._groups(function.regions[0].blocks[0]):
+            block = function.regions[0].blocks[0]
+            groups = self._groups(block)
+            if self.stage_long_chains:
+                taken = {member.op for group in groups for member in group.members}
+                groups += self._staged_chains(block, taken)
+            for group in groups:
                 first = tagged
-                for member in group:
+                for member in group.members:
                     member.op.attributes[TAG] = ir.IntegerAttr.get(
                         ir.IntegerType.get_signless(64), tagged
                     )
                     tagged += 1
-                plans.append(self._plan(group, rows, row_bytes, first))
+                plans.append(_plan(group, first))
         # transform-interpreter needs a sequence, even an empty one.
         body = "".join(plans) + (_AFTER_FUSION if plans else "")
         append_transform_sequence(module, main_sequence(body))
 
-    def _groups(self, block: ir.Block) -> list[tuple[list[_Member], int, int]]:
-        """Each group's members in order, its number of row loops and its bytes per row."""
+    def _groups(self, block: ir.Block) -> list[_Group]:
+        """The row-reduction groups of ``block``."""
         position: dict[ir.Operation, int] = {}
         members: dict[ir.Operation, _Member] = {}
         for index, op in enumerate(block.operations):
@@ -211,7 +237,8 @@ class FuseRowsPass(Pass):
             ordered = sorted(group.values(), key=lambda m: position[m.op])
             row_bytes = _bytes_per_row(ordered, rows)
             if _worth_fusing(group, rows, row_bytes, self.min_bytes):
-                groups.append((ordered, rows, row_bytes))
+                block_rows = self._block(ordered[-1].sizes[:rows], row_bytes, BLOCK_BYTES)
+                groups.append(_Group(ordered, rows, block_rows))
                 taken.update(group)
         return groups
 
@@ -247,37 +274,75 @@ class FuseRowsPass(Pass):
                     work.append(consumer)
         return group
 
-    def _plan(self, group: list[_Member], rows: int, row_bytes: int, first: int) -> str:
-        row_sizes = group[-1].sizes[:rows]
+    def _staged_chains(self, block: ir.Block, taken: set[ir.Operation]) -> list[_Group]:
+        """Each long elementwise chain (``chain_stages``) cut in two, as a group of its
+        two stages, where blocks of at least ``MIN_STAGED_BLOCK`` values fit."""
+        groups = []
+        for op in list(block.operations):
+            op = op.operation
+            if op.name != "linalg.generic" or op in taken:
+                continue
+            member = _member(op)
+            if member is None or not member.max_rows or member.reduces:
+                continue
+            rows = _staged_rows(member.sizes, member.max_rows)
+            values_per_row = math.prod(member.sizes[rows:])
+            # The inputs and both stages' results, at most (f32, or narrower).
+            row_bytes = values_per_row * 4 * (len(op.operands) + 1)
+            block_rows = self._block(member.sizes[:rows], row_bytes, STAGED_BLOCK_BYTES)
+            if block_rows * values_per_row < MIN_STAGED_BLOCK:
+                continue
+            stages = split_long_chain(op)
+            if stages is not None:
+                # The stages' operands are the op's: they walk its rows as it does.
+                members = [_member(stage) for stage in stages]
+                groups.append(_Group(members, rows, block_rows))  # type: ignore[arg-type]
+        return groups
+
+    def _block(self, row_sizes: Sequence[int], row_bytes: int, budget: int) -> int:
+        """The largest block of rows within ``budget`` bytes, leaving every thread
+        blocks to run."""
         outer_blocks = math.prod(row_sizes[:-1])
         last = row_sizes[-1]
-        # The largest block of rows that fits, leaving every thread blocks to run.
-        block = 1
-        for candidate in range(1, last + 1):
-            if last % candidate:
-                continue
-            enough = outer_blocks * (last // candidate) >= min(
-                4 * self.threads, last * outer_blocks
-            )
-            if candidate * row_bytes <= BLOCK_BYTES and enough:
-                block = candidate
-        tile = [1] * (rows - 1) + [block] + [0] * (len(group[-1].sizes) - rows)
-        lines = [
-            f"%sink = transform.structured.match attributes {{{TAG} = {first + len(group) - 1}"
-            " : i64} in %r : (!transform.any_op) -> !transform.any_op",
-            "%tiled, %loop0 = transform.structured.tile_using_forall %sink"
-            f" tile_sizes {sizes_text(tile)}"
-            " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
+        wanted = min(4 * self.threads, last * outer_blocks)
+        # From the largest that fits down: a chain's row loop may have millions.
+        for candidate in range(min(last, budget // max(row_bytes, 1)), 1, -1):
+            if last % candidate == 0 and outer_blocks * (last // candidate) >= wanted:
+                return candidate
+        return 1
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Ops that run in one loop over blocks of their rows: the members in order, the
+    number of row loops, and the rows of the last row loop that make a block."""
+
+    members: list[_Member]
+    rows: int
+    block: int
+
+
+def _plan(group: _Group, first: int) -> str:
+    """The transform that tiles the last member by an scf.forall over blocks of rows
+    and fuses the others into it, last first; ``first``: the first member's tag."""
+    members, rows = group.members, group.rows
+    tile = [1] * (rows - 1) + [group.block] + [0] * (len(members[-1].sizes) - rows)
+    lines = [
+        f"%sink = transform.structured.match attributes {{{TAG} = {first + len(members) - 1}"
+        " : i64} in %r : (!transform.any_op) -> !transform.any_op",
+        "%tiled, %loop0 = transform.structured.tile_using_forall %sink"
+        f" tile_sizes {sizes_text(tile)}"
+        " : (!transform.any_op) -> (!transform.any_op, !transform.any_op)",
+    ]
+    for step, index in enumerate(range(first + len(members) - 2, first - 1, -1)):
+        lines += [
+            f"%member{step} = transform.structured.match attributes {{{TAG} = {index} : i64}}"
+            " in %r : (!transform.any_op) -> !transform.any_op",
+            f"%fused{step}, %loop{step + 1} = transform.structured.fuse_into_containing_op"
+            f" %member{step} into %loop{step}"
+            " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)",
         ]
-        for step, index in enumerate(range(first + len(group) - 2, first - 1, -1)):
-            lines += [
-                f"%member{step} = transform.structured.match attributes {{{TAG} = {index} : i64}}"
-                " in %r : (!transform.any_op) -> !transform.any_op",
-                f"%fused{step}, %loop{step + 1} = transform.structured.fuse_into_containing_op"
-                f" %member{step} into %loop{step}"
-                " : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)",
-            ]
-        return suppressed_sequence(lines)
+    return suppressed_sequence(lines)
 
 
 # Fusion tiles a member once per use inside the loop: CSE merges the copies,
@@ -287,6 +352,15 @@ _AFTER_FUSION = """\
       : (!transform.any_op) -> !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op
 """ + canonicalize_functions("%funcs", "%canonical")
+
+
+def _staged_rows(sizes: Sequence[int], max_rows: int) -> int:
+    """The row loops of a staged chain: as few leading loops as leave rows of at least
+    ``MIN_STAGED_ROW`` values, so that a block of rows is not one short row."""
+    rows = max_rows
+    while rows > 1 and math.prod(sizes[rows:]) < MIN_STAGED_ROW:
+        rows -= 1
+    return rows
 
 
 def _reads_rows(use: ir.OpOperand, consumer: _Member, rows: int) -> bool:

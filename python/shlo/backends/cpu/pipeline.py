@@ -72,6 +72,16 @@ class CodegenStrategy:
     # bench MLP: 40-55 -> 16-20 ms), and beside that much arithmetic the
     # kernel's longer run is a small part of the program's (1.018x).
     math_kernel_beside_contractions: int = 0
+    # Long elementwise chains (two or more math functions) in two stages, run
+    # a block of values at a time by shlo-fuse-rows (passes/cpu/chain_stages.py):
+    # the bench's chain 1.50 -> 1.27 ms, the same bits. Not where the
+    # elementwise kernel takes every chain (FAST_COMPILE).
+    stage_long_chains: bool = True
+
+    def _stages_chains(self, precompiled_kernels: bool) -> bool:
+        return self.stage_long_chains and not (
+            self.recipes and precompiled_kernels and self.elementwise_kernel
+        )
 
     def tensor_stage(self, threads: int = 1, precompiled_kernels: bool = False) -> list[str]:
         stage = list(self.tensor_passes)
@@ -96,7 +106,9 @@ class CodegenStrategy:
         if self.vectorize:
             stage += [
                 # Reductions and the ops reusing their rows, one block of rows at a time.
-                f"shlo-fuse-rows{{threads={threads}}}",
+                f"shlo-fuse-rows{{threads={threads}"
+                + ("" if self._stages_chains(precompiled_kernels) else " stage-long-chains=false")
+                + "}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
             ]
