@@ -24,14 +24,21 @@ from shlo._mlir_compat import ir
 from shlo.ir_utils import attribute_dict, linalg_generic_parts, static_shape
 
 # What a body op costs in dependent vector operations once lowered: a math
-# function becomes about 20 (shlo-approximate-math), a division or a square
-# root waits about as long as 6 FMAs.
+# function becomes about 20 (shlo-approximate-math, or a call), a division
+# or a square root waits about as long as 6 FMAs, anything else is one op.
 FUNCTION_WEIGHT = 20
 LONG_LATENCY_WEIGHT = 6
+_FUNCTIONS = frozenset(
+    "math." + name
+    for name in (
+        "exp exp2 expm1 log log1p log2 log10 tanh sinh cosh sin cos tan asin acos atan "
+        "atan2 asinh acosh atanh erf erfc powf fpowi cbrt"
+    ).split()
+)
 _LONG_LATENCY = frozenset(("arith.divf", "math.sqrt", "math.rsqrt"))
-_CHEAP_MATH = frozenset(("math.absf", "math.copysign", "math.fma", "math.sqrt", "math.rsqrt"))
-# Bodies lighter than this run near the FMA pipes' rate already (one math
-# function and a few ops: GPT-2's gelu, SiLU's exp and division).
+# Lighter bodies stay whole: one math function and a few ops (GPT-2's
+# gelu, SiLU) have half the chain to wait for, and the elementwise kernel
+# takes the MLP's gelu beside its matmul only as one op.
 MIN_WEIGHT = 2 * FUNCTION_WEIGHT
 # Each stage carries at least this much: a function, or not worth a pass over the block.
 MIN_STAGE_WEIGHT = FUNCTION_WEIGHT
@@ -41,10 +48,10 @@ MIN_ELEMENTS = 8192
 
 def op_weight(op: ir.Operation) -> int:
     name = op.name
+    if name in _FUNCTIONS:
+        return FUNCTION_WEIGHT
     if name in _LONG_LATENCY:
         return LONG_LATENCY_WEIGHT
-    if name.startswith("math.") and name not in _CHEAP_MATH:
-        return FUNCTION_WEIGHT
     return 0 if name == "arith.constant" else 1
 
 
