@@ -55,6 +55,17 @@ def op_weight(op: ir.Operation) -> int:
     return 0 if name == "arith.constant" else 1
 
 
+def heavy_enough(op: ir.Operation) -> bool:
+    """Whether the body of ``op`` (a linalg.generic) weighs at least ``MIN_WEIGHT``: the
+    first, cheap test of a long chain."""
+    total = 0
+    for inner in op.regions[0].blocks[0].operations:
+        total += op_weight(inner.operation)
+        if total >= MIN_WEIGHT:
+            return True
+    return False
+
+
 def _in_use_order(body: list[ir.Operation], yielded: ir.Value) -> list[ir.Operation] | None:
     """``body`` in the order a walk from the yielded value first needs each op: an op
     computed early but read late (``1 + b`` of a division at the end) moves next to

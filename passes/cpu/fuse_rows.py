@@ -62,7 +62,7 @@ from shlo.backends.cpu.codegen_recipes import (
 )
 from shlo.ir_utils import defining_op, linalg_generic_parts, static_shape
 from shlo.pass_framework import Pass
-from shlo.passes.cpu.chain_stages import split_long_chain
+from shlo.passes.cpu.chain_stages import heavy_enough, split_long_chain
 from shlo.passes.cpu.insert_codegen_recipes import append_transform_sequence
 
 TAG = "shlo.row_op"
@@ -280,7 +280,7 @@ class FuseRowsPass(Pass):
         groups = []
         for op in list(block.operations):
             op = op.operation
-            if op.name != "linalg.generic" or op in taken:
+            if op.name != "linalg.generic" or op in taken or not heavy_enough(op):
                 continue
             member = _member(op)
             if member is None or not member.max_rows or member.reduces:
