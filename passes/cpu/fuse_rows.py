@@ -86,11 +86,9 @@ MIN_GROUP_BYTES = 4 << 20
 # KB, 1024 f32 values of each (the bench's chain: 1.255 ms against 1.296 for
 # 2048 and 1.277 for 512, medians of 150 interleaved calls). Blocks hold at
 # least MIN_STAGED_BLOCK values (a loop over fewer pays its start for too
-# little work: 64 values a block ran 1.13x as long as 256 or 1024 in C), and
-# rows at least MIN_STAGED_ROW where the shape allows.
+# little work: 64 values a block ran 1.13x as long as 256 or 1024 in C).
 STAGED_BLOCK_BYTES = 12 << 10
 MIN_STAGED_BLOCK = 256
-MIN_STAGED_ROW = 256
 
 
 @dataclass(frozen=True)
@@ -285,19 +283,32 @@ class FuseRowsPass(Pass):
             member = _member(op)
             if member is None or not member.max_rows or member.reduces:
                 continue
-            rows = _staged_rows(member.sizes, member.max_rows)
-            values_per_row = math.prod(member.sizes[rows:])
-            # The inputs and both stages' results, at most (f32, or narrower).
-            row_bytes = values_per_row * 4 * (len(op.operands) + 1)
-            block_rows = self._block(member.sizes[:rows], row_bytes, STAGED_BLOCK_BYTES)
-            if block_rows * values_per_row < MIN_STAGED_BLOCK:
+            found = self._staged_block(member, len(op.operands) + 1)
+            if found is None:
                 continue
             stages = split_long_chain(op)
             if stages is not None:
                 # The stages' operands are the op's: they walk its rows as it does.
                 members = [_member(stage) for stage in stages]
-                groups.append(_Group(members, rows, block_rows))  # type: ignore[arg-type]
+                groups.append(_Group(members, *found))  # type: ignore[arg-type]
         return groups
+
+    def _staged_block(self, member: _Member, arrays: int) -> tuple[int, int] | None:
+        """The row loops and the rows of a block for a staged chain over ``arrays``
+        f32 arrays (its inputs and both stages' results, at most): as many row loops
+        as leave a block of at least ``MIN_STAGED_BLOCK`` values within
+        ``STAGED_BLOCK_BYTES`` (a 4-D activation's blocks are rows of its last two
+        dimensions, not whole planes that spill out of L1); None if none does."""
+        for rows in range(member.max_rows, 0, -1):
+            values_per_row = math.prod(member.sizes[rows:])
+            if values_per_row * 4 * arrays > STAGED_BLOCK_BYTES:
+                return None
+            block = self._block(
+                member.sizes[:rows], values_per_row * 4 * arrays, STAGED_BLOCK_BYTES
+            )
+            if block * values_per_row >= MIN_STAGED_BLOCK:
+                return rows, block
+        return None
 
     def _block(self, row_sizes: Sequence[int], row_bytes: int, budget: int) -> int:
         """The largest block of rows within ``budget`` bytes, leaving every thread
@@ -352,15 +363,6 @@ _AFTER_FUSION = """\
       : (!transform.any_op) -> !transform.any_op
     transform.apply_cse to %funcs : !transform.any_op
 """ + canonicalize_functions("%funcs", "%canonical")
-
-
-def _staged_rows(sizes: Sequence[int], max_rows: int) -> int:
-    """The row loops of a staged chain: as few leading loops as leave rows of at least
-    ``MIN_STAGED_ROW`` values, so that a block of rows is not one short row."""
-    rows = max_rows
-    while rows > 1 and math.prod(sizes[rows:]) < MIN_STAGED_ROW:
-        rows -= 1
-    return rows
 
 
 def _reads_rows(use: ir.OpOperand, consumer: _Member, rows: int) -> bool:

@@ -107,3 +107,34 @@ func.func @short_chain(%x: tensor<1048576xf32>) -> tensor<1048576xf32> {
   } -> tensor<1048576xf32>
   return %r : tensor<1048576xf32>
 }
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// mish of a [2, 16, 32, 64] activation: blocks are 16 rows of 64 values
+// (1024 values, 12 KB of input, first stage and result), not whole 32x64
+// planes (24 KB of each array) that would not stay in L1 between the stages.
+// CHECK-LABEL: func.func @mish_4d
+// CHECK: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (2, 16, 2) shared_outs
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : tensor<1x1x16x64xf32>)
+// CHECK: math.exp
+// CHECK-NEXT: math.log1p
+// CHECK-NEXT: linalg.yield
+// CHECK: linalg.generic
+// CHECK: math.tanh
+// CHECK-NEXT: arith.mulf
+// CHECK: tensor.parallel_insert_slice
+func.func @mish_4d(%x: tensor<2x16x32x64xf32>) -> tensor<2x16x32x64xf32> {
+  %e = tensor.empty() : tensor<2x16x32x64xf32>
+  %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<2x16x32x64xf32>) outs(%e : tensor<2x16x32x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %0 = math.exp %a : f32
+    %1 = math.log1p %0 : f32
+    %2 = math.tanh %1 : f32
+    %3 = arith.mulf %a, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<2x16x32x64xf32>
+  return %r : tensor<2x16x32x64xf32>
+}

@@ -63,6 +63,7 @@ STAGED = [
     ("bench_chain_narrow_rows", _bench_chain, [(512, 48)]),
     ("softplus_times", _softplus_times, [(128, 256), (128, 256)]),
     ("mish", _mish, [(32768,)]),
+    ("mish_4d", _mish, [(2, 16, 32, 64)]),
     ("biased", _biased, [(256, 128), (128,)]),
     ("three_inputs", _three_inputs, [(64, 256), (64, 256), (64, 256)]),
 ]
