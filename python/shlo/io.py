@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -308,10 +309,46 @@ def refuse_out_of_range_convolution_dimensions(data: bytes, filename: str) -> No
                     column += len(entry) + 1
 
 
+# tensor.from_elements in its custom form: the operands, then the result type.
+_FROM_ELEMENTS = re.compile(rb"tensor\.from_elements\b([^:]*):\s*tensor<([^>]*)>")
+# More elements than this and the parser's vector of operand types is large
+# enough to matter; fewer, and it reports a count that does not match itself.
+_MAX_UNCHECKED_ELEMENTS = 1 << 16
+
+
+def refuse_oversized_from_elements(data: bytes, filename: str) -> None:
+    """ShloError at the result type of a ``tensor.from_elements`` whose static shape has
+    more elements than it has operands, when they are that many.
+
+    The parser builds one operand type per element of the result type before
+    it counts the operands: `tensor<99999999999xi64>` aborted the worker on
+    SmallVector's limit (found by the fuzzer). Bytecode, the generic form
+    and text without the op pass.
+    """
+    if data.startswith(BYTECODE_MAGIC) or b"tensor.from_elements" not in data:
+        return
+    for number, line in enumerate(data.splitlines(), 1):
+        for match in _FROM_ELEMENTS.finditer(line):
+            *dimensions, _ = match.group(2).split(b"x")
+            if not dimensions or not all(d.strip().isdigit() for d in dimensions):
+                continue
+            elements = math.prod(int(d) for d in dimensions)
+            operands = match.group(1).count(b"%")
+            if elements > max(operands, _MAX_UNCHECKED_ELEMENTS):
+                raise _error_in(
+                    filename,
+                    f"tensor.from_elements has {operands} operands but its result type "
+                    f"has {elements} elements",
+                    number,
+                    match.start(2) - len(b"tensor<") + 1,
+                )
+
+
 def refuse_what_the_parser_crashes_on(data: bytes, filename: str) -> None:
     """ShloError for text that MLIR's parser is known to crash on, before it parses."""
     refuse_negative_chlo_broadcast_dimensions(data, filename)
     refuse_out_of_range_convolution_dimensions(data, filename)
+    refuse_oversized_from_elements(data, filename)
 
 
 def _parse_module(data: bytes | str, context: ir.Context, filename: str) -> ir.Module:
