@@ -66,6 +66,11 @@ def heavy_enough(op: ir.Operation) -> bool:
     return False
 
 
+def _defined_in(value: ir.Value, ops: set[ir.Operation]) -> bool:
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and owner.operation in ops
+
+
 def _in_use_order(body: list[ir.Operation], yielded: ir.Value) -> list[ir.Operation] | None:
     """``body`` in the order a walk from the yielded value first needs each op: an op
     computed early but read late (``1 + b`` of a division at the end) moves next to
@@ -73,23 +78,19 @@ def _in_use_order(body: list[ir.Operation], yielded: ir.Value) -> list[ir.Operat
     inside = set(body)
     order: list[ir.Operation] = []
     done: set[ir.Operation] = set()
-    owner = yielded.owner
-    if isinstance(owner, ir.Block) or owner.operation not in inside:
+    if not _defined_in(yielded, inside):
         return None
     # Depth first, operands in order, each op after its operands.
-    stack: list[tuple[ir.Operation, int]] = [(owner.operation, 0)]
+    stack: list[tuple[ir.Operation, int]] = [(yielded.owner.operation, 0)]
     while stack:
         op, next_operand = stack.pop()
         operands = op.operands
         while next_operand < len(operands):
-            producer = operands[next_operand].owner
+            operand = operands[next_operand]
             next_operand += 1
-            if isinstance(producer, ir.Block):
-                continue
-            producer = producer.operation
-            if producer in inside and producer not in done:
+            if _defined_in(operand, inside) and operand.owner.operation not in done:
                 stack.append((op, next_operand))
-                stack.append((producer, 0))
+                stack.append((operand.owner.operation, 0))
                 break
         else:
             if op not in done:
@@ -105,15 +106,14 @@ def _cut(body: list[ir.Operation], yielded: ir.Value) -> tuple[int, ir.Value] | 
     total = sum(weights)
     if total < MIN_WEIGHT:
         return None
-    position = {op: index for index, op in enumerate(body)}
+    inside = set(body)
     # The last position that reads each value a body op defines (len(body): the yield).
     last_read: dict[ir.Value, int] = {}
     for index, op in enumerate(body):
         for operand in op.operands:
-            owner = operand.owner
-            if not isinstance(owner, ir.Block) and owner.operation in position:
+            if _defined_in(operand, inside):
                 last_read[operand] = index
-    if not isinstance(yielded.owner, ir.Block) and yielded.owner.operation in position:
+    if _defined_in(yielded, inside):
         last_read[yielded] = len(body)
     # Values live across each cut: defined before it and read at or after it.
     closing: dict[int, list[ir.Value]] = {}

@@ -78,11 +78,6 @@ class CodegenStrategy:
     # elementwise kernel takes every chain (FAST_COMPILE).
     stage_long_chains: bool = True
 
-    def _stages_chains(self, precompiled_kernels: bool) -> bool:
-        return self.stage_long_chains and not (
-            self.recipes and precompiled_kernels and self.elementwise_kernel
-        )
-
     def tensor_stage(self, threads: int = 1, precompiled_kernels: bool = False) -> list[str]:
         stage = list(self.tensor_passes)
         if self.recipes and precompiled_kernels:
@@ -104,15 +99,17 @@ class CodegenStrategy:
                 "symbol-dce",
             ]
         if self.vectorize:
+            every_chain_to_kernel = self.recipes and precompiled_kernels and self.elementwise_kernel
+            staged = self.stage_long_chains and not every_chain_to_kernel
             stage += [
                 # Reductions and the ops reusing their rows, one block of rows at a time.
                 f"shlo-fuse-rows{{threads={threads}"
-                + ("" if self._stages_chains(precompiled_kernels) else " stage-long-chains=false")
+                + ("" if staged else " stage-long-chains=false")
                 + "}",
                 "transform-interpreter",
                 "shlo-erase-codegen-recipes",
             ]
-            if self.recipes and precompiled_kernels and self.elementwise_kernel:
+            if every_chain_to_kernel:
                 # The elementwise ops left outside blocks of rows.
                 stage.append("shlo-mark-precompiled-elementwise")
             elif self.recipes and precompiled_kernels and self.math_kernel_beside_contractions:
