@@ -103,6 +103,10 @@ class _Member:
     # Per operand: how many leading loops (d0, d1, ...) its map starts with.
     leading: tuple[int, ...]
     row_bytes: int  # bytes of the result per point of its row loops (all loops but rows)
+    # The IR around it, read once: grouping walks it for every reduction it
+    # tries (the training step: 42 groups tried, 11,500 steps).
+    producers: tuple[ir.Operation | None, ...]  # per operand, the op defining it
+    users: tuple[tuple[ir.Operation, int], ...]  # the result's uses: owner, operand number
 
 
 def _dims(map_: ir.AffineMap) -> list[int] | None:
@@ -136,7 +140,8 @@ def _member(op: ir.Operation) -> _Member | None:
     if op.name == "linalg.fill":
         shape = tuple(static_shape(op.results[0]) or ())
         rank = len(shape)
-        return _Member(op, shape, False, rank, (0, rank), _element_bytes(op.results[0]))
+        row_bytes = _element_bytes(op.results[0])
+        return _Member(op, shape, False, rank, (0, rank), row_bytes, *_neighbours(op))
     parts = linalg_generic_parts(op)
     operands = [*parts.inputs, *parts.outputs]
     maps = [ir.AffineMapAttr(m).value for m in (*parts.input_map_attrs, *parts.output_map_attrs)]
@@ -175,7 +180,16 @@ def _member(op: ir.Operation) -> _Member | None:
         max_rows,
         tuple(_leading(d) for d in all_dims),
         row_bytes,
+        *_neighbours(op),
     )
+
+
+def _neighbours(
+    op: ir.Operation,
+) -> tuple[tuple[ir.Operation | None, ...], tuple[tuple[ir.Operation, int], ...]]:
+    producers = tuple(defining_op(operand) for operand in op.operands)
+    users = tuple((use.owner.operation, use.operand_number) for use in op.results[0].uses)
+    return producers, users
 
 
 @dataclass(frozen=True)
@@ -256,15 +270,17 @@ class FuseRowsPass(Pass):
         work = [seed]
         while work:
             member = work.pop()
-            for index, operand in enumerate(member.op.operands):
-                producer = fits(defining_op(operand))
+            for index, defined_by in enumerate(member.producers):
+                producer = fits(defined_by)
                 if producer and producer.op not in group and member.leading[index] >= rows:
                     group[producer.op] = producer
                     work.append(producer)
             # A member used outside the group ends it: nothing after it joins.
-            uses = list(member.op.results[0].uses)
-            consumers = [fits(use.owner.operation) for use in uses]
-            if not all(c and _reads_rows(u, c, rows) for u, c in zip(uses, consumers)):
+            consumers = [fits(owner) for owner, _ in member.users]
+            if not all(
+                c and _reads_rows(number, c, rows)
+                for (_, number), c in zip(member.users, consumers, strict=True)
+            ):
                 continue
             for consumer in consumers:
                 if consumer and consumer.op not in group:
@@ -365,17 +381,16 @@ _AFTER_FUSION = """\
 """ + canonicalize_functions("%funcs", "%canonical")
 
 
-def _reads_rows(use: ir.OpOperand, consumer: _Member, rows: int) -> bool:
-    return consumer.leading[use.operand_number] >= rows
+def _reads_rows(operand_number: int, consumer: _Member, rows: int) -> bool:
+    return consumer.leading[operand_number] >= rows
 
 
 def _exits(group: dict[ir.Operation, _Member], rows: int) -> list[ir.Operation]:
     """Members used outside the group, or by a member that needs all their rows at once."""
     found = []
-    for op in group:
-        for use in op.results[0].uses:
-            owner = use.owner.operation
-            if owner not in group or not _reads_rows(use, group[owner], rows):
+    for op, member in group.items():
+        for owner, number in member.users:
+            if owner not in group or not _reads_rows(number, group[owner], rows):
                 found.append(op)
                 break
     return found
@@ -401,9 +416,10 @@ def _bytes_per_row(group: list[_Member], rows: int) -> int:
     inside = {member.op for member in group}
     inputs: dict[ir.Value, int] = {}
     for member in group:
-        for index, operand in enumerate(member.op.operands):
+        for index, (operand, producer) in enumerate(
+            zip(member.op.operands, member.producers, strict=True)
+        ):
             shape = static_shape(operand)
-            producer = defining_op(operand)
             if shape is None or member.leading[index] < rows or producer in inside:
                 continue
             if producer is not None and producer.name == "tensor.empty":
@@ -420,7 +436,7 @@ def _worth_fusing(
     if len(_exits(group, rows)) != 1:
         return False
     reused = any(
-        member.reduces and any(use.owner.operation in group for use in member.op.results[0].uses)
+        member.reduces and any(owner in group for owner, _ in member.users)
         for member in group.values()
     )
     whole_rows = [m for m in group.values() if len(m.sizes) > rows and m.op.name != "linalg.fill"]
