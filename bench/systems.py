@@ -69,12 +69,20 @@ def output_leaves(result: Any) -> list[np.ndarray]:
     return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(result)]
 
 
+# Idle seconds before each compile after a model's first, as before the first
+# (the previous model's timing): shlo's worker prepares for the next request
+# while it waits, and compiles back to back were its slowest.
+PAUSE_BEFORE_COMPILE_S = 0.1
+
+
 def timed_compiles(compile_once: Callable[[], Any], compiles: int) -> tuple[Any, list[float]]:
     """The last of ``compiles`` results of ``compile_once()`` (at least one), and the
     seconds each took."""
     seconds = []
     result = None
-    for _ in range(max(compiles, 1)):
+    for index in range(max(compiles, 1)):
+        if index:
+            time.sleep(PAUSE_BEFORE_COMPILE_S)
         start = time.perf_counter()
         result = compile_once()
         seconds.append(time.perf_counter() - start)
@@ -150,7 +158,9 @@ def _timed_xla_compiles(lowered: Callable[[], Any], compiles: int) -> tuple[Any,
     (the lowering untimed)."""
     seconds = []
     compiled = None
-    for _ in range(max(compiles, 1)):
+    for index in range(max(compiles, 1)):
+        if index:
+            time.sleep(PAUSE_BEFORE_COMPILE_S)
         lowering = lowered()
         start = time.perf_counter()
         compiled = lowering.compile()
@@ -208,6 +218,7 @@ def prepare_iree(case: Case, compiles: int = 1) -> Prepared:
         note = f"compiled after shlo's loader stripped Shardy ({first_line(str(error))})"
     seconds = [time.perf_counter() - start]
     if compiles > 1:
+        time.sleep(PAUSE_BEFORE_COMPILE_S)
         vmfb, more = timed_compiles(lambda: compile_text(text), compiles - 1)
         seconds += more
     # local-task: IREE's multi-threaded CPU driver, one worker per core.
