@@ -64,6 +64,17 @@ class Prepared:
     note: str = ""
     first_compile_s: float | None = None
 
+    @classmethod
+    def compiled(
+        cls,
+        call: Callable[[], Any],
+        outputs: list[np.ndarray],
+        seconds: list[float],
+        note: str = "",
+    ) -> Prepared:
+        """A system's Prepared from the seconds of its compiles, in order."""
+        return cls(call, outputs, min(seconds), note, seconds[0])
+
 
 def output_leaves(result: Any) -> list[np.ndarray]:
     return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(result)]
@@ -75,16 +86,19 @@ def output_leaves(result: Any) -> list[np.ndarray]:
 PAUSE_BEFORE_COMPILE_S = 0.1
 
 
-def timed_compiles(compile_once: Callable[[], Any], compiles: int) -> tuple[Any, list[float]]:
-    """The last of ``compiles`` results of ``compile_once()`` (at least one), and the
-    seconds each took."""
+def timed_compiles(
+    compile_once: Callable[[Any], Any], compiles: int, setup: Callable[[], Any] = lambda: None
+) -> tuple[Any, list[float]]:
+    """The last of ``compiles`` results of ``compile_once(setup())`` (at least one), and the
+    seconds each ``compile_once`` took (``setup``, untimed, makes its input afresh)."""
     seconds = []
     result = None
     for index in range(max(compiles, 1)):
         if index:
             time.sleep(PAUSE_BEFORE_COMPILE_S)
+        made = setup()
         start = time.perf_counter()
-        result = compile_once()
+        result = compile_once(made)
         seconds.append(time.perf_counter() - start)
     return result, seconds
 
@@ -94,7 +108,7 @@ def prepare_shlo(case: Case, threads: int | None, compiles: int = 1) -> Prepared
 
     inputs = case.inputs
     blob = case.exported.mlir_module_serialized
-    executable, seconds = timed_compiles(lambda: shlo.compile(blob, threads=threads), compiles)
+    executable, seconds = timed_compiles(lambda _: shlo.compile(blob, threads=threads), compiles)
     # A static entry is compiled and loaded by shlo.compile, so its first
     # call, like XLA's and IREE's, is not compile time; a shape-polymorphic
     # one compiles on the first call (timed once).
@@ -102,7 +116,7 @@ def prepare_shlo(case: Case, threads: int | None, compiles: int = 1) -> Prepared
     first = executable(*inputs)
     if executable.is_dynamic:
         seconds = [s + time.perf_counter() - start for s in seconds]
-    return Prepared(lambda: executable(*inputs), output_leaves(first), min(seconds), "", seconds[0])
+    return Prepared.compiled(lambda: executable(*inputs), output_leaves(first), seconds)
 
 
 def prepare_shlo_cuda(case: Case, device: Any) -> Prepared:
@@ -141,31 +155,12 @@ def prepare_xla(case: Case, device: Any = None, compiles: int = 1) -> Prepared:
         jax.clear_caches()
         return jax.jit(case.model.fn).lower(*args)
 
-    compiled, seconds = _timed_xla_compiles(lowered, compiles)
+    compiled, seconds = timed_compiles(lambda lowering: lowering.compile(), compiles, lowered)
     device_args = jax.device_put(args)
     first = jax.block_until_ready(compiled(*device_args))
-    return Prepared(
-        lambda: jax.block_until_ready(compiled(*device_args)),
-        output_leaves(first),
-        min(seconds),
-        "",
-        seconds[0],
+    return Prepared.compiled(
+        lambda: jax.block_until_ready(compiled(*device_args)), output_leaves(first), seconds
     )
-
-
-def _timed_xla_compiles(lowered: Callable[[], Any], compiles: int) -> tuple[Any, list[float]]:
-    """The last of ``compiles`` compiles of a fresh ``lowered()``, and each one's seconds
-    (the lowering untimed)."""
-    seconds = []
-    compiled = None
-    for index in range(max(compiles, 1)):
-        if index:
-            time.sleep(PAUSE_BEFORE_COMPILE_S)
-        lowering = lowered()
-        start = time.perf_counter()
-        compiled = lowering.compile()
-        seconds.append(time.perf_counter() - start)
-    return compiled, seconds
 
 
 def _prepare_xla_on(case: Case, device: Any, compiles: int = 1) -> Prepared:
@@ -176,14 +171,10 @@ def _prepare_xla_on(case: Case, device: Any, compiles: int = 1) -> Prepared:
         jax.clear_caches()
         return jax.jit(case.model.fn).lower(*device_args)
 
-    compiled, seconds = _timed_xla_compiles(lowered, compiles)
+    compiled, seconds = timed_compiles(lambda lowering: lowering.compile(), compiles, lowered)
     first = jax.block_until_ready(compiled(*device_args))
-    return Prepared(
-        lambda: jax.block_until_ready(compiled(*device_args)),
-        output_leaves(first),
-        min(seconds),
-        "",
-        seconds[0],
+    return Prepared.compiled(
+        lambda: jax.block_until_ready(compiled(*device_args)), output_leaves(first), seconds
     )
 
 
@@ -219,7 +210,7 @@ def prepare_iree(case: Case, compiles: int = 1) -> Prepared:
     seconds = [time.perf_counter() - start]
     if compiles > 1:
         time.sleep(PAUSE_BEFORE_COMPILE_S)
-        vmfb, more = timed_compiles(lambda: compile_text(text), compiles - 1)
+        vmfb, more = timed_compiles(lambda _: compile_text(text), compiles - 1)
         seconds += more
     # local-task: IREE's multi-threaded CPU driver, one worker per core.
     config = iree_runtime.Config("local-task")
@@ -232,7 +223,7 @@ def prepare_iree(case: Case, compiles: int = 1) -> Prepared:
     first = main(*device_inputs)
     results = list(first) if isinstance(first, (list, tuple)) else [first]
     outputs = [np.asarray(r.to_host() if hasattr(r, "to_host") else r) for r in results]
-    return Prepared(lambda: main(*device_inputs), outputs, min(seconds), note, seconds[0])
+    return Prepared.compiled(lambda: main(*device_inputs), outputs, seconds, note)
 
 
 def warm_up(systems: Sequence[str], target: str) -> dict[str, float]:
