@@ -147,24 +147,7 @@ def prepare_xla(case: Case, device: Any = None, compiles: int = 1) -> Prepared:
     lowering, so that every compile is XLA's whole work (a second
     ``jax.jit(fn).lower(...).compile()`` took 0.3-1.2 ms).
     """
-    if device is not None:
-        return _prepare_xla_on(case, device, compiles)
-    args = case.model.args
-
-    def lowered() -> Any:
-        jax.clear_caches()
-        return jax.jit(case.model.fn).lower(*args)
-
-    compiled, seconds = timed_compiles(lambda lowering: lowering.compile(), compiles, lowered)
-    device_args = jax.device_put(args)
-    first = jax.block_until_ready(compiled(*device_args))
-    return Prepared.compiled(
-        lambda: jax.block_until_ready(compiled(*device_args)), output_leaves(first), seconds
-    )
-
-
-def _prepare_xla_on(case: Case, device: Any, compiles: int = 1) -> Prepared:
-    # Lowered with arguments committed to the device, so it is compiled for that device.
+    # Committed to ``device`` when one is given, so that it is compiled for it.
     device_args = jax.block_until_ready(jax.device_put(case.model.args, device))
 
     def lowered() -> Any:

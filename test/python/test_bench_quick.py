@@ -332,13 +332,9 @@ def test_compile_time_is_the_fastest_of_several_fresh_compiles() -> None:
     from bench import models
 
     case = bench.systems.Case.export(models.matmul(True))
-    for prepare in (bench.systems.prepare_shlo, bench.systems.prepare_xla):
-        once = prepare(case, None, 1) if prepare is bench.systems.prepare_shlo else prepare(case)
-        thrice = (
-            prepare(case, None, 3)
-            if prepare is bench.systems.prepare_shlo
-            else prepare(case, compiles=3)
-        )
+    for system in ("shlo", "xla"):
+        once = bench.systems.prepare(system, case, None, compiles=1)
+        thrice = bench.systems.prepare(system, case, None, compiles=3)
         assert once.compile_s == once.first_compile_s
         assert thrice.compile_s is not None and thrice.first_compile_s is not None
         assert thrice.compile_s <= thrice.first_compile_s
