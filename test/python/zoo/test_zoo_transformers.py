@@ -262,6 +262,53 @@ CASES = {
         intermediate_size=64,
         max_position_embeddings=32,
     ),
+    # ALiBi: attention biases that grow with the distance between positions.
+    "bloom": causal_lm_case(
+        "FlaxBloomForCausalLM",
+        "BloomConfig",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        n_layer=2,
+        n_head=4,
+    ),
+    # Rotary positions on part of each head (rotary_dim), attention and MLP in parallel.
+    "gptj": causal_lm_case(
+        "FlaxGPTJForCausalLM",
+        "GPTJConfig",
+        vocab_size=VOCAB,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        rotary_dim=8,
+        n_positions=32,
+    ),
+    # Rotary positions applied to interleaved pairs in an encoder.
+    "roformer": encoder_case("FlaxRoFormerModel", "RoFormerConfig", **ENCODER),
+    # Sinusoidal positions computed into the program; pre-norm encoder and decoder.
+    "pegasus": seq2seq_case(
+        "FlaxPegasusForConditionalGeneration",
+        "PegasusConfig",
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=32,
+    ),
+    # A causal text encoder whose pooled output gathers the end-of-text token by argmax.
+    "clip_text": encoder_case(
+        "FlaxCLIPTextModel",
+        "CLIPTextConfig",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    ),
     "vit": vision_case(
         "FlaxViTModel",
         "ViTConfig",
