@@ -153,6 +153,9 @@ class _Loops:
     # both loops are read and written whole, transposed in registers.
     transposed: int | None = None
     threaded: bool = False  # inside a loop that already runs on threads
+    # Loops the op swaps first (transform.structured.interchange), so that the
+    # vector tile's minor dimension is the one most operands hold contiguous.
+    swapped: tuple[int, int] | None = None
 
     @property
     def trailing_unit_dims(self) -> bool:
@@ -211,7 +214,41 @@ def _generic_loops(op: ir.Operation) -> _Loops | None:
             transposed = other
     if _has_bf16(operands) and sizes[contiguous_loop] % BF16_LANES_MULTIPLE:
         return None
-    return _Loops(tuple(sizes), reductions, contiguous_loop, bits, transposed)  # type: ignore[arg-type]
+    loops = _Loops(tuple(sizes), reductions, contiguous_loop, bits, transposed)  # type: ignore[arg-type]
+    return _fewest_transposed(loops, maps) if transposed is not None else loops
+
+
+def _fewest_transposed(loops: _Loops, maps: list[ir.AffineMap]) -> _Loops:
+    """``loops`` with its two tiled loops swapped where that transposes fewer operands.
+
+    A square tile is vectorized in the op's loop order: the later of the two
+    loops is the vector's minor dimension, and each operand whose contiguous
+    loop is the other one is read or written through a transpose in registers
+    (16 shuffles of 16 lanes). A rotary embedding fused with the transpose of
+    its keys reads four operands along one loop and writes one along the
+    other: four transposes per tile instead of one (RoFormer's keys: 2,600
+    LLVM ops and 0.5 s of code generation on the Zen 3, with the partial
+    tiles below; 900 ops and 0.09 s with both changes).
+    """
+    assert loops.transposed is not None
+    innermost = [
+        ir.AffineDimExpr(m.results[-1]).position
+        for m in maps
+        if m.results and isinstance(m.results[-1], ir.AffineDimExpr)
+    ]
+    minor = max(loops.vector, loops.transposed)
+    other = min(loops.vector, loops.transposed)
+    if innermost.count(other) <= innermost.count(minor):
+        return loops
+    sizes = list(loops.sizes)
+    sizes[minor], sizes[other] = sizes[other], sizes[minor]
+    return dataclasses.replace(
+        loops,
+        sizes=tuple(sizes),
+        vector=loops.transposed,
+        transposed=loops.vector,
+        swapped=(other, minor),
+    )
 
 
 def _threaded_loop(op: ir.Operation) -> tuple[tuple[int, ...], int] | None:
@@ -364,6 +401,16 @@ class PlanVectorCodegenPass(Pass):
         v = loops.vector
         lines = [_match(index)]
         handle = "%op"
+        if loops.swapped is not None:
+            order = list(range(rank))
+            first, second = loops.swapped
+            order[first], order[second] = second, first
+            lines.append(
+                f"%swapped = transform.structured.interchange {handle}"
+                f" iterator_interchange = {sizes_text(order)}"
+                " : (!transform.any_op) -> !transform.any_op"
+            )
+            handle = "%swapped"
         # Threads split the outermost parallel loop that has enough iterations.
         total = math.prod(loops.sizes)
         if self.threads > 1 and not loops.threaded and total >= 2 * MIN_ELEMENTS_PER_THREAD:
@@ -416,17 +463,46 @@ class PlanVectorCodegenPass(Pass):
             ]
             if loops.sizes[v] % tile:
                 lines.append(_peel("%rloop"))
-        else:
+        elif loops.transposed is None:
             lines.append(f'transform.annotate {handle} "{VECTORIZE}" : !transform.any_op')
-            if loops.transposed is None and sizes[v] and loops.sizes[v] % tile:
+            if sizes[v] and loops.sizes[v] % tile:
                 lines.append(_peel(f"%loops#{tiled_loops.index(v)}"))
-            if loops.transposed is not None:
-                # Full square tiles static, the partial ones scalar; the inner loop
-                # first, since peeling the outer one copies it.
-                for loop in sorted((v, loops.transposed), key=tiled_loops.index, reverse=True):
-                    if loops.sizes[loop] % lanes:
-                        lines.append(_peel(f"%loops#{tiled_loops.index(loop)}", f"_{loop}"))
+        else:
+            lines += _full_square_tiles(handle, loops, tiled_loops, lanes)
         return suppressed_sequence(lines)
+
+
+def _full_square_tiles(handle: str, loops: _Loops, tiled_loops: list[int], lanes: int) -> list[str]:
+    """Mark a transpose's square tiles to vectorize, and peel its partial tiles off as
+    scalar loops.
+
+    A static partial tile (8 of 24 rows: 16 + 8) would be vectorized too, its
+    transposes lowered one element at a time (an extract and an insert each):
+    the softmax of transformers' Flax encoders (XLM-R, RoFormer: probabilities
+    times the head mask, written transposed for the next product, 24 tokens)
+    was 2,100 LLVM ops that way, 650 with its partial tiles scalar. Each peeled tile's ops get the mark's name
+    with another value (0), which the vectorization's match (the unit value)
+    skips. The inner loop is peeled first, since peeling the outer one copies
+    it; each partial loop is marked before the next peel invalidates its handle.
+    """
+    assert loops.transposed is not None
+    lines = [f'transform.annotate {handle} "{VECTORIZE}" : !transform.any_op']
+    for loop in sorted((loops.vector, loops.transposed), key=tiled_loops.index, reverse=True):
+        if loops.sizes[loop] % lanes:
+            suffix = f"_{loop}"
+            lines += [
+                _peel(f"%loops#{tiled_loops.index(loop)}", suffix),
+                # One partial loop per op that shares the plan.
+                f"transform.foreach %partial_tile{suffix} : !transform.any_op {{\n"
+                "      ^bb0(%partial: !transform.any_op):\n"
+                '        %scalar = transform.structured.match ops{["linalg.generic"]} in %partial'
+                " : (!transform.any_op) -> !transform.any_op\n"
+                "        %no = transform.param.constant 0 : i64 -> !transform.param<i64>\n"
+                f'        transform.annotate %scalar "{VECTORIZE}" = %no'
+                " : !transform.any_op, !transform.param<i64>\n"
+                "      }",
+            ]
+    return lines
 
 
 # After every op is tiled: vectorize the full tiles, drop unit dimensions, and

@@ -77,3 +77,37 @@ func.func @large_transpose(%w: tensor<512x512xf32>) -> tensor<512x512xf32> {
   } -> tensor<512x512xf32>
   return %r : tensor<512x512xf32>
 }
+
+// -----
+
+#in = affine_map<(d0, d1) -> (d1, d0)>
+#out = affine_map<(d0, d1) -> (d0, d1)>
+
+// Two inputs contiguous along d0, the output along d1: the loops are swapped
+// first, so that the tile's minor dimension is d0 and only the output goes
+// through a transpose in registers (a rotary embedding fused with the
+// transpose of its keys read four operands transposed). The partial tiles
+// (40 = 2 x 16 + 8, 24 = 16 + 8) are peeled off and marked with another
+// value, which the vectorization skips: their transposes would be element by
+// element.
+// CHECK-LABEL: module
+// CHECK: transform.structured.interchange %{{.*}} iterator_interchange = [1, 0]
+// CHECK-NEXT: tile_using_for %{{.*}} tile_sizes [16, 16] :
+// CHECK-NEXT: annotate %[[TILE:.*]] "shlo.vectorize" : !transform.any_op
+// CHECK: %{{.*}}, %[[PARTIAL:.*]] = transform.loop.peel
+// CHECK-NEXT: foreach %[[PARTIAL]]
+// CHECK: %[[ZERO:.*]] = transform.param.constant 0 : i64
+// CHECK-NEXT: transform.annotate %{{.*}} "shlo.vectorize" = %[[ZERO]]
+// CHECK: %{{.*}}, %[[PARTIAL2:.*]] = transform.loop.peel
+// CHECK-NEXT: foreach %[[PARTIAL2]]
+// CHECK: transform.structured.match attributes {shlo.vectorize} in
+func.func @inputs_along_the_other_loop(%a: tensor<40x24xf32>, %b: tensor<40x24xf32>) -> tensor<24x40xf32> {
+  %e = tensor.empty() : tensor<24x40xf32>
+  %r = linalg.generic {indexing_maps = [#in, #in, #out], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<40x24xf32>, tensor<40x24xf32>) outs(%e : tensor<24x40xf32>) {
+  ^bb0(%x: f32, %y: f32, %out: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<24x40xf32>
+  return %r : tensor<24x40xf32>
+}
