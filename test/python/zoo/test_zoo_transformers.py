@@ -160,6 +160,18 @@ def whisper_case() -> tuple:
 
 
 GPT2 = dict(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=2)
+# BART's small encoder-decoder shape, which Pegasus shares.
+BART = dict(
+    vocab_size=VOCAB,
+    d_model=32,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=2,
+    decoder_attention_heads=2,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=32,
+)
 
 CASES = {
     "gpt2": causal_lm_case("FlaxGPT2LMHeadModel", "GPT2Config", **GPT2),
@@ -177,19 +189,7 @@ CASES = {
         hidden_dim=64,
         max_position_embeddings=32,
     ),
-    "bart": seq2seq_case(
-        "FlaxBartForConditionalGeneration",
-        "BartConfig",
-        vocab_size=VOCAB,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=32,
-    ),
+    "bart": seq2seq_case("FlaxBartForConditionalGeneration", "BartConfig", **BART),
     "t5": seq2seq_case(
         "FlaxT5ForConditionalGeneration",
         "T5Config",
@@ -285,19 +285,7 @@ CASES = {
     # Rotary positions applied to interleaved pairs in an encoder.
     "roformer": encoder_case("FlaxRoFormerModel", "RoFormerConfig", **ENCODER),
     # Sinusoidal positions computed into the program; pre-norm encoder and decoder.
-    "pegasus": seq2seq_case(
-        "FlaxPegasusForConditionalGeneration",
-        "PegasusConfig",
-        vocab_size=VOCAB,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=32,
-    ),
+    "pegasus": seq2seq_case("FlaxPegasusForConditionalGeneration", "PegasusConfig", **BART),
     # A causal text encoder whose pooled output gathers the end-of-text token by argmax.
     "clip_text": encoder_case(
         "FlaxCLIPTextModel",
