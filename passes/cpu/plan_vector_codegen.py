@@ -153,9 +153,10 @@ class _Loops:
     # both loops are read and written whole, transposed in registers.
     transposed: int | None = None
     threaded: bool = False  # inside a loop that already runs on threads
-    # Loops the op swaps first (transform.structured.interchange), so that the
-    # vector tile's minor dimension is the one most operands hold contiguous.
-    swapped: tuple[int, int] | None = None
+    # Whether the op swaps its vector and transposed loops first
+    # (transform.structured.interchange), so that the tile's minor dimension
+    # is the one most operands hold contiguous.
+    swapped: bool = False
 
     @property
     def trailing_unit_dims(self) -> bool:
@@ -247,7 +248,7 @@ def _fewest_transposed(loops: _Loops, maps: list[ir.AffineMap]) -> _Loops:
         sizes=tuple(sizes),
         vector=loops.transposed,
         transposed=loops.vector,
-        swapped=(other, minor),
+        swapped=True,
     )
 
 
@@ -401,10 +402,10 @@ class PlanVectorCodegenPass(Pass):
         v = loops.vector
         lines = [_match(index)]
         handle = "%op"
-        if loops.swapped is not None:
+        if loops.swapped:
+            assert loops.transposed is not None
             order = list(range(rank))
-            first, second = loops.swapped
-            order[first], order[second] = second, first
+            order[v], order[loops.transposed] = loops.transposed, v
             lines.append(
                 f"%swapped = transform.structured.interchange {handle}"
                 f" iterator_interchange = {sizes_text(order)}"
@@ -480,9 +481,9 @@ def _full_square_tiles(handle: str, loops: _Loops, tiled_loops: list[int], lanes
     transposes lowered one element at a time (an extract and an insert each):
     the softmax of transformers' Flax encoders (XLM-R, RoFormer: probabilities
     times the head mask, written transposed for the next product, 24 tokens)
-    was 2,100 LLVM ops that way, 650 with its partial tiles scalar. Each peeled tile's ops get the mark's name
-    with another value (0), which the vectorization's match (the unit value)
-    skips. The inner loop is peeled first, since peeling the outer one copies
+    was 2,100 LLVM ops that way, 650 with its partial tiles scalar. Each
+    peeled tile's ops get the mark's name with another value (0), which the
+    vectorization's match (the unit value) skips. The inner loop is peeled first, since peeling the outer one copies
     it; each partial loop is marked before the next peel invalidates its handle.
     """
     assert loops.transposed is not None

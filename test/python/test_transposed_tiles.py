@@ -21,12 +21,8 @@ from shlo._mlir_compat import ir, new_context
 from shlo.backends.cpu.lowering import lower_to_llvm
 
 
-def rotary_keys(x, y, cos, sin):
-    return jnp.transpose(x * cos[None, :, None, :] + y * sin[None, :, None, :], (0, 2, 3, 1))
-
-
-def rotary_keys_numpy(x, y, cos, sin):
-    return np.transpose(x * cos[None, :, None, :] + y * sin[None, :, None, :], (0, 2, 3, 1))
+def rotary_keys(x, y, cos, sin, xp=jnp):
+    return xp.transpose(x * cos[None, :, None, :] + y * sin[None, :, None, :], (0, 2, 3, 1))
 
 
 def rotary_inputs(batch: int, seq: int, heads: int, dim: int) -> list[np.ndarray]:
@@ -50,7 +46,7 @@ def test_rotary_keys_transposed_match_numpy(shape, threads) -> None:
     got = shlo.compile(exported_rotary(args), threads=threads)(*args)
     got = got[0] if isinstance(got, (list, tuple)) else got
     # The same multiplies and add in the same order: the same bits.
-    np.testing.assert_array_equal(np.asarray(got), rotary_keys_numpy(*args))
+    np.testing.assert_array_equal(np.asarray(got), rotary_keys(*args, xp=np))
 
 
 def llvm_op_counts(blob: bytes) -> dict[str, int]:
